@@ -1,0 +1,57 @@
+# One command runs the app (`make run`), one runs the tests (`make test`); both set everything up.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+LOCK    := requirements/lock.txt
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: run demo gui test test-fast bench proto proto-check setup system lock clean screenshots installer
+
+run: setup
+	$(BIN)/archivist demo
+
+demo: run
+
+gui: setup
+	$(BIN)/archivist gui
+
+test: setup
+	$(BIN)/python proto/generate.py --check
+	$(BIN)/python -m pytest tests
+
+test-fast: setup
+	$(BIN)/python -m pytest tests/unit -q
+
+bench: setup
+	ARCHIVIST_SLOW=1 $(BIN)/python -m pytest tests/bench -s -q
+
+setup: system $(VENV)/.stamp js-deps
+
+system:
+	@bash scripts/setup-system.sh
+
+$(VENV)/.stamp: pyproject.toml $(LOCK)
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -c $(LOCK) -e ".[dev]"
+	touch $@
+
+# js-waku (interop partner for the Waku tests), pinned in tests/interop/js/package-lock.json
+js-deps:
+	@if [ -f tests/interop/js/package.json ]; then \
+	  [ tests/interop/js/node_modules/.package-lock.json -nt tests/interop/js/package-lock.json ] || \
+	  (cd tests/interop/js && npm ci --no-audit --no-fund --loglevel=error); fi
+
+proto: $(VENV)/.stamp
+	$(BIN)/python proto/generate.py
+
+lock:
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^archivist' > $(LOCK)
+
+screenshots: setup
+	$(BIN)/python scripts/screenshots.py
+
+installer: setup
+	$(MAKE) -C installer
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,118 @@
+"""The single-process reference build path: message store -> archives appended -> index -> torrent.
+
+The Spark pipeline (core/pipeline) must produce exactly the same bytes; tests compare the two.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from core.archive import codec
+from core.archive.constants import PARTITION_SECONDS
+from core.archive.folder import ArchiveFolder, NewArchive, atomic_write
+from core.archive.partition import chunk_messages, partitions
+from core.archive.torrent import build_metainfo, parse_metainfo
+from core.storage import waku_messages
+
+# Optional transform of each encoded archive (hash-ratchet encryption for encrypted communities).
+ArchiveTransform = Callable[[bytes], bytes]
+
+
+@dataclass
+class BuildPlan:
+    """What a build will cover: windows [start, end) over `topics`."""
+
+    start: int | None
+    end: int
+    windows: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass
+class BuildResult:
+    community_id: str
+    new_archive_ids: list[str]
+    archives: list[dict]
+    infohash: str | None
+    magnet: str | None
+    torrent_path: str | None
+    data_bytes: int
+    messages: int
+
+    def to_json(self) -> dict:
+        return self.__dict__.copy()
+
+
+def community_folder(data_dir: Path | str, community_id: str) -> Path:
+    return Path(data_dir) / community_id
+
+
+def torrent_path(torrent_dir: Path | str, community_id: str) -> Path:
+    return Path(torrent_dir) / f"{community_id}.torrent"
+
+
+def plan_build(folder: ArchiveFolder, oldest: int | None, end: int, start: int | None = None,
+               interval: int = PARTITION_SECONDS) -> BuildPlan:
+    """Start at the end of the last archive, else at the oldest stored message (status-go's rule)."""
+    if start is None:
+        start = folder.last_end if folder.last_end is not None else oldest
+    if start is None or start >= end:
+        return BuildPlan(start, end, [])
+    return BuildPlan(start, end, partitions(start, end, interval))
+
+
+def encode_windows(windows: Iterable[tuple[int, int]], topics: Sequence[bytes],
+                   fetch: Callable[[int, int], Iterable[codec.ArchiveMessage]],
+                   transform: ArchiveTransform | None = None) -> Iterable[tuple[NewArchive, int]]:
+    """Yield (archive, message count) per non-empty chunk of each window, in order."""
+    topics = tuple(topics)
+    for lo, hi in windows:
+        for chunk in chunk_messages(fetch(lo, hi)):
+            raw = codec.encode_archive(lo, hi, topics, chunk)
+            if transform is not None:
+                raw = transform(raw)
+            yield NewArchive(lo, hi, topics, raw), len(chunk)
+
+
+def write_torrent(folder: ArchiveFolder, community_id: str, torrent_dir: Path | str,
+                  trackers: Sequence[str]) -> tuple[str, str, Path]:
+    """(Re)write the .torrent atomically; returns (infohash, magnet, path)."""
+    tdir = Path(torrent_dir)
+    tdir.mkdir(parents=True, exist_ok=True)
+    raw = build_metainfo(folder.path, community_id, trackers)
+    path = torrent_path(tdir, community_id)
+    atomic_write(path, raw)
+    mi = parse_metainfo(raw, expected_name=community_id)
+    return mi.infohash, mi.magnet(), path
+
+
+def build_archives(db_path: Path | str, community_id: str, topics: Sequence[bytes], data_dir: Path | str,
+                   torrent_dir: Path | str, *, start: int | None = None, end: int | None = None,
+                   trackers: Sequence[str] = (), transform: ArchiveTransform | None = None,
+                   now: Callable[[], float] = time.time) -> BuildResult:
+    """Build all missing archives of one community from a status-go `waku_messages` database."""
+    end = int(now()) if end is None else end
+    folder = ArchiveFolder(community_folder(data_dir, community_id), create=True)
+    con = waku_messages.connect(db_path, create=False)
+    try:
+        plan = plan_build(folder, waku_messages.oldest_timestamp(con, topics), end, start)
+        fetch = lambda lo, hi: waku_messages.query_messages(con, topics, lo, hi)  # noqa: E731
+        produced = list(encode_windows(plan.windows, topics, fetch, transform))
+    finally:
+        con.close()
+    new_ids = folder.append([a for a, _ in produced])
+    return finish_build(folder, community_id, torrent_dir, trackers, new_ids, sum(n for _, n in produced))
+
+
+def finish_build(folder: ArchiveFolder, community_id: str, torrent_dir: Path | str, trackers: Sequence[str],
+                 new_ids: list[str], messages: int) -> BuildResult:
+    """Write the torrent (when the folder has any archive) and summarise. Shared with the Spark pipeline."""
+    infohash = magnet = tpath = None
+    if folder.entries:
+        infohash, magnet, p = write_torrent(folder, community_id, torrent_dir, trackers)
+        tpath = str(p)
+    archives = [{"id": aid, "from": folder.entries[aid].start, "to": folder.entries[aid].end,
+                 "offset": folder.entries[aid].offset, "size": folder.entries[aid].size,
+                 "padding": folder.entries[aid].padding} for aid in new_ids]
+    return BuildResult(community_id, new_ids, archives, infohash, magnet, tpath, folder.described_length, messages)

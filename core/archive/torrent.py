@@ -1,0 +1,199 @@
+"""BitTorrent v1 metainfo for an archive folder, and the magnet link (WIRE-FORMAT.md section 3).
+
+libtorrent's create_torrent refuses 102400-byte pieces, so the metainfo is built here: bencoding via fastbencode,
+SHA-1 per piece over `data || index`. `parse_metainfo` validates a torrent from outside before anything is written.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+from urllib.parse import quote
+
+import fastbencode
+
+from core.archive.constants import DATA_FILE, INDEX_FILE, PIECE_LENGTH
+from core.archive.errors import InvalidTorrent
+
+MAX_METAINFO_BYTES = 16 * 1024 * 1024
+MAX_TOTAL_BYTES = 1 << 40          # 1 TiB: far above any community history; refuses absurd sizes
+MAX_INDEX_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TorrentFile:
+    path: str
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class Metainfo:
+    name: str
+    piece_length: int
+    pieces: bytes            # concatenated 20-byte SHA-1 digests
+    files: tuple[TorrentFile, ...]
+    trackers: tuple[str, ...]
+    info_bytes: bytes        # the bencoded info dict as it appeared
+    raw: bytes               # the whole .torrent
+
+    @property
+    def infohash(self) -> str:
+        return hashlib.sha1(self.info_bytes).hexdigest()
+
+    @property
+    def num_pieces(self) -> int:
+        return len(self.pieces) // 20
+
+    def piece_hash(self, i: int) -> bytes:
+        return self.pieces[20 * i:20 * i + 20]
+
+    @property
+    def total_length(self) -> int:
+        return sum(f.length for f in self.files)
+
+    def file_length(self, name: str) -> int:
+        return next(f.length for f in self.files if f.path == name)
+
+    def magnet(self) -> str:
+        return magnet_link(self.infohash, self.name, self.trackers)
+
+
+def piece_hashes(chunks: Iterable[bytes], piece_length: int = PIECE_LENGTH) -> bytes:
+    """SHA-1 of each piece over the concatenation of `chunks` (files in torrent order)."""
+    out = bytearray()
+    buf = bytearray()
+    for chunk in chunks:
+        buf += chunk
+        if len(buf) >= piece_length:
+            n = len(buf) // piece_length * piece_length
+            mv = memoryview(buf)
+            for i in range(0, n, piece_length):
+                out += hashlib.sha1(mv[i:i + piece_length]).digest()
+            mv.release()
+            del buf[:n]
+    if buf:
+        out += hashlib.sha1(buf).digest()
+    return bytes(out)
+
+
+def _file_chunks(paths: Sequence[Path], block: int = 64 * PIECE_LENGTH) -> Iterable[bytes]:
+    for p in paths:
+        with open(p, "rb") as f:
+            while chunk := f.read(block):
+                yield chunk
+
+
+def build_metainfo(folder: Path | str, community_id: str, trackers: Sequence[str] = ()) -> bytes:
+    """The .torrent for `<folder>/{data,index}`: v1 only, name = community ID, no creation date (reproducible)."""
+    folder = Path(folder)
+    paths = [folder / DATA_FILE, folder / INDEX_FILE]
+    info = {
+        b"files": [{b"length": p.stat().st_size, b"path": [p.name.encode()]} for p in paths],
+        b"name": community_id.encode(),
+        b"piece length": PIECE_LENGTH,
+        b"pieces": piece_hashes(_file_chunks(paths)),
+    }
+    meta: dict[bytes, object] = {b"info": info}
+    if trackers:
+        meta[b"announce"] = trackers[0].encode()
+        meta[b"announce-list"] = [[t.encode()] for t in trackers]
+    return fastbencode.bencode(meta)
+
+
+def magnet_link(infohash_hex: str, name: str, trackers: Sequence[str] = ()) -> str:
+    parts = [f"magnet:?xt=urn:btih:{infohash_hex.lower()}", f"dn={quote(name, safe='')}"]
+    parts += [f"tr={quote(t, safe='')}" for t in trackers]
+    return "&".join(parts)
+
+
+def _info_span(raw: bytes) -> bytes:
+    """The exact bytes of the info dict, found by re-encoding (fastbencode decodes into plain values).
+    A non-canonical encoding is refused rather than hashed differently from how a peer would."""
+    meta = fastbencode.bdecode(raw)
+    info_bytes = fastbencode.bencode(meta[b"info"])
+    if info_bytes not in raw:
+        raise InvalidTorrent("info dictionary is not canonically bencoded", code="torrent-not-canonical")
+    return info_bytes
+
+
+def parse_metainfo(raw: bytes, *, expected_name: str | None = None,
+                   max_total: int = MAX_TOTAL_BYTES) -> Metainfo:
+    """Decode and validate a status-format torrent. Raises InvalidTorrent with a reason; writes nothing."""
+    if len(raw) > MAX_METAINFO_BYTES:
+        raise InvalidTorrent(f"torrent file is {len(raw)} bytes, over {MAX_METAINFO_BYTES}", code="torrent-too-big")
+    try:
+        meta = fastbencode.bdecode(raw)
+    except Exception as e:  # fastbencode raises ValueError/TypeError/KeyError/IndexError on junk
+        raise InvalidTorrent(f"not a bencoded torrent: {e}", code="torrent-undecodable") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get(b"info"), dict):
+        raise InvalidTorrent("torrent has no info dictionary", code="torrent-undecodable")
+    info = meta[b"info"]
+    return metainfo_from_info(info, _info_span(raw), _trackers(meta), raw,
+                              expected_name=expected_name, max_total=max_total)
+
+
+def _trackers(meta: dict) -> tuple[str, ...]:
+    out: list[str] = []
+    al = meta.get(b"announce-list")
+    if isinstance(al, list):
+        for tier in al:
+            if isinstance(tier, list):
+                out += [t.decode("utf-8", "replace") for t in tier if isinstance(t, bytes)]
+    elif isinstance(meta.get(b"announce"), bytes):
+        out.append(meta[b"announce"].decode("utf-8", "replace"))
+    return tuple(out)
+
+
+def metainfo_from_info(info: dict, info_bytes: bytes, trackers: tuple[str, ...] = (), raw: bytes = b"", *,
+                       expected_name: str | None = None, max_total: int = MAX_TOTAL_BYTES) -> Metainfo:
+    """Validate an info dict (also used for metadata received from peers)."""
+    def fail(msg: str, code: str) -> None:
+        raise InvalidTorrent(msg, code=code)
+
+    if b"meta version" in info or b"file tree" in info:
+        fail("torrent is BitTorrent v2/hybrid; status archives are v1 only", "torrent-not-v1")
+    name = info.get(b"name")
+    if not isinstance(name, bytes):
+        fail("torrent has no name", "torrent-bad-name")
+    name_s = name.decode("utf-8", "replace")
+    if "/" in name_s or "\\" in name_s or name_s in ("", ".", "..") or "\x00" in name_s:
+        fail(f"torrent name {name_s!r} is not a plain folder name", "torrent-path-traversal")
+    if expected_name is not None and name_s != expected_name:
+        fail(f"torrent name {name_s!r} is not the community ID {expected_name}", "torrent-bad-name")
+    pl = info.get(b"piece length")
+    if pl != PIECE_LENGTH:
+        fail(f"piece length {pl} is not {PIECE_LENGTH}", "torrent-bad-piece-length")
+    files = info.get(b"files")
+    if not isinstance(files, list):
+        fail("torrent is single-file; expected the two files data and index", "torrent-bad-files")
+    parsed: list[TorrentFile] = []
+    for f in files:
+        if not isinstance(f, dict):
+            fail("malformed file entry", "torrent-bad-files")
+        path, length = f.get(b"path"), f.get(b"length")
+        if not isinstance(path, list) or not all(isinstance(p, bytes) for p in path):
+            fail("malformed file path", "torrent-bad-files")
+        if len(path) != 1 or path[0] in (b"", b".", b"..") or b"/" in path[0] or b"\\" in path[0] or b"\x00" in path[0]:
+            fail(f"file path {path!r} leaves the torrent folder or is not a plain name", "torrent-path-traversal")
+        if not isinstance(length, int) or length < 0:
+            fail(f"file length {length!r} is invalid", "torrent-bad-size")
+        if f.get(b"attr") is not None:
+            fail("file attributes (pad files, symlinks) are not allowed", "torrent-bad-files")
+        parsed.append(TorrentFile(path[0].decode("utf-8", "replace"), length))
+    if [f.path for f in parsed] != [DATA_FILE, INDEX_FILE]:
+        fail(f"files are {[f.path for f in parsed]}, expected ['data', 'index']", "torrent-bad-files")
+    data_len, index_len = parsed[0].length, parsed[1].length
+    total = data_len + index_len
+    if total > max_total:
+        fail(f"torrent claims {total} bytes, over the limit of {max_total}", "torrent-bad-size")
+    if data_len % PIECE_LENGTH:
+        fail(f"data is {data_len} bytes, not a multiple of {PIECE_LENGTH}", "torrent-bad-size")
+    if index_len > MAX_INDEX_BYTES or (data_len and not index_len):
+        fail(f"index size {index_len} is out of proportion", "torrent-bad-size")
+    pieces = info.get(b"pieces")
+    want = -(-total // PIECE_LENGTH)
+    if not isinstance(pieces, bytes) or len(pieces) != 20 * want:
+        fail(f"pieces field has {len(pieces) if isinstance(pieces, bytes) else '?'} bytes, expected {20 * want}",
+             "torrent-bad-pieces")
+    return Metainfo(name_s, pl, pieces, tuple(parsed), trackers, info_bytes, raw)

@@ -1,0 +1,1 @@
+"""Protobuf code generated from proto/ (see proto/generate.py)."""

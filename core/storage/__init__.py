@@ -1,0 +1,1 @@
+"""SQLite schemas (status-go table names where status-go has them)."""

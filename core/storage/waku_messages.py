@@ -1,0 +1,81 @@
+"""The control node's message store: status-go's `waku_messages` table.
+
+status-go (protocol/migrations/sqlite: waku_messages, then third_party_id) stores topic as "0x"+8 hex text and
+the hash as "0x"+64 hex text; sig, payload and padding are blobs, timestamp is seconds.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from core.archive.codec import ArchiveMessage
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS waku_messages (
+  sig BLOB NOT NULL,
+  timestamp INT NOT NULL,
+  topic TEXT NOT NULL,
+  payload BLOB NOT NULL,
+  padding BLOB NOT NULL,
+  hash TEXT PRIMARY KEY NOT NULL,
+  third_party_id TEXT
+);
+CREATE INDEX IF NOT EXISTS waku_messages_timestamp_topic ON waku_messages (timestamp, topic);
+"""
+
+
+def topic_text(topic: bytes) -> str:
+    return "0x" + topic.hex()
+
+
+def parse_hex(value: str) -> bytes:
+    v = value[2:] if value.startswith(("0x", "0X")) else value
+    return bytes.fromhex(v)
+
+
+def connect(path: Path | str, *, create: bool = True) -> sqlite3.Connection:
+    if not create and not Path(path).exists():
+        raise FileNotFoundError(f"message store {path} does not exist")
+    con = sqlite3.connect(str(path))
+    con.execute("PRAGMA journal_mode=WAL")
+    con.executescript(SCHEMA)
+    return con
+
+
+def insert_messages(con: sqlite3.Connection, messages: Iterable[ArchiveMessage]) -> int:
+    """Insert (ignoring duplicates by hash). Returns rows inserted."""
+    before = con.total_changes
+    con.executemany(
+        "INSERT OR IGNORE INTO waku_messages (sig, timestamp, topic, payload, padding, hash, third_party_id) "
+        "VALUES (?,?,?,?,?,?,?)",
+        ((m.sig, m.timestamp, topic_text(m.topic), m.payload, m.padding, "0x" + m.hash.hex(), m.third_party_id)
+         for m in messages))
+    return con.total_changes - before
+
+
+def _row_to_message(row: tuple) -> ArchiveMessage:
+    sig, ts, topic, payload, padding, h, tpid = row
+    return ArchiveMessage(bytes(sig), int(ts), parse_hex(topic), bytes(payload), bytes(padding or b""),
+                          parse_hex(h), tpid or "")
+
+
+def query_messages(con: sqlite3.Connection, topics: Sequence[bytes], start: int, end: int) -> Iterator[ArchiveMessage]:
+    """Messages with start <= timestamp < end on the given topics, in archive order (timestamp, hash)."""
+    if not topics:
+        return iter(())
+    marks = ",".join("?" * len(topics))
+    cur = con.execute(
+        f"SELECT sig, timestamp, topic, payload, padding, hash, third_party_id FROM waku_messages "
+        f"WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks}) ORDER BY timestamp, hash",
+        (start, end, *(topic_text(t) for t in topics)))
+    return (_row_to_message(r) for r in cur)
+
+
+def oldest_timestamp(con: sqlite3.Connection, topics: Sequence[bytes]) -> int | None:
+    if not topics:
+        return None
+    marks = ",".join("?" * len(topics))
+    row = con.execute(f"SELECT MIN(timestamp) FROM waku_messages WHERE topic IN ({marks})",
+                      [topic_text(t) for t in topics]).fetchone()
+    return None if row[0] is None else int(row[0])

@@ -1,0 +1,62 @@
+"""Plain-value snapshots of what the engine knows, for the GUI and the CLI (no behaviour here)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Role(str, Enum):
+    CONTROL = "control"
+    MEMBER = "member"
+
+
+class ArchiveSupport(str, Enum):
+    """One state machine for the global switch and the per-community switch (Status Desktop #18004/#18005)."""
+
+    ON = "on"                       # both switches on: archives are built and seeded
+    OFF = "off"                     # community switch off
+    DISABLED_GLOBALLY = "disabled-globally"   # community wants it, global switch is off: effective state is off
+
+
+class SeedingState(str, Enum):
+    NOT_SEEDING = "not-seeding"
+    SEEDING_WITH_PEERS = "seeding-with-peers"
+    SEEDING_IDLE = "seeding-idle"
+    NOT_REACHABLE = "not-reachable"
+    ERROR = "error"
+
+
+class DownloadPolicy(str, Enum):
+    ALL = "all"
+    LATEST = "latest"
+    RANGE = "range"
+
+
+@dataclass(frozen=True)
+class ArchiveInfo:
+    archive_id: str
+    start: int
+    end: int
+    size: int
+    messages: int | None = None
+    local: bool = False            # member: downloaded; control: built
+    imported: bool = False
+    state: str = ""                # e.g. "wanted", "downloading 40%", "importing", "parked: key missing"
+
+
+@dataclass(frozen=True)
+class CommunityState:
+    community_id: str
+    name: str
+    role: Role
+    support: ArchiveSupport = ArchiveSupport.OFF
+    seeding: SeedingState = SeedingState.NOT_SEEDING
+    peers: int = 0
+    uploaded: int = 0
+    magnet: str | None = None
+    next_archive_at: int | None = None
+    waiting_reason: str | None = None        # every wait has a reason on screen
+    archives: tuple[ArchiveInfo, ...] = field(default_factory=tuple)
+    policy: DownloadPolicy = DownloadPolicy.ALL
+    range_start: int | None = None
+    range_end: int | None = None

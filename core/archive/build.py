@@ -116,3 +116,20 @@ def finish_build(folder: ArchiveFolder, community_id: str, torrent_dir: Path | s
                  "offset": folder.entries[aid].offset, "size": folder.entries[aid].size,
                  "padding": folder.entries[aid].padding} for aid in new_ids]
     return BuildResult(community_id, new_ids, archives, infohash, magnet, tpath, folder.described_length, messages)
+
+
+def recover_community(data_dir: Path | str, torrent_dir: Path | str, community_id: str,
+                      trackers: Sequence[str] = ()) -> tuple[ArchiveFolder, bool]:
+    """After a crash: cut an interrupted append off `data` and make the torrent agree with `data || index`.
+
+    Returns (folder, torrent_rewritten)."""
+    folder = ArchiveFolder(community_folder(data_dir, community_id), create=True)
+    tpath = torrent_path(torrent_dir, community_id)
+    if not folder.entries:
+        return folder, False
+    want = build_metainfo(folder.path, community_id, trackers)
+    if tpath.exists() and tpath.read_bytes() == want:
+        return folder, False
+    Path(torrent_dir).mkdir(parents=True, exist_ok=True)
+    atomic_write(tpath, want)
+    return folder, True

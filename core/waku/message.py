@@ -1,0 +1,163 @@
+"""14/WAKU2-MESSAGE: codec with nwaku's presence rules, size limits and the deterministic hash.
+
+The codec is written by hand (not with the generated class) because presence matters on the wire: nwaku
+rejects a message whose `payload` (1) or `content_topic` (2) field is absent, while proto3 drops empty
+non-optional fields when encoding. We therefore always write both, and on decode report which were present.
+`core/pb/waku_message_pb2.py` (same schema) is used by tests as an independent cross-check.
+"""
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass
+
+from core.waku.varint import DecodeError, read_varint, write_varint, zigzag_decode, zigzag_encode
+
+MAX_META_SIZE = 64
+DEFAULT_MAX_MESSAGE_SIZE = 150 * 1024  # nwaku's default; the Status fleet allows 1 MiB
+STATUS_MAX_MESSAGE_SIZE = 1024 * 1024
+
+
+class InvalidMessage(ValueError):
+    """A WakuMessage that must not be relayed, stored or published (reason in the text)."""
+
+
+@dataclass(frozen=True)
+class WakuMessage:
+    payload: bytes
+    content_topic: str
+    version: int | None = None
+    timestamp: int | None = None          # Unix nanoseconds
+    meta: bytes | None = None
+    ephemeral: bool | None = None
+    rate_limit_proof: bytes | None = None  # encoded RateLimitProof, kept opaque
+
+    @property
+    def is_ephemeral(self) -> bool:
+        return bool(self.ephemeral)
+
+    def encode(self) -> bytes:
+        return encode_message(self)
+
+    def hash(self, pubsub_topic: str) -> bytes:
+        return message_hash(pubsub_topic, self)
+
+
+def _key(field: int, wire: int) -> bytes:
+    return write_varint(field << 3 | wire)
+
+
+def _ld(field: int, data: bytes) -> bytes:
+    return _key(field, 2) + write_varint(len(data)) + data
+
+
+def encode_message(m: WakuMessage) -> bytes:
+    out = bytearray(_ld(1, bytes(m.payload)))
+    out += _ld(2, m.content_topic.encode())
+    if m.version is not None:
+        out += _key(3, 0) + write_varint(m.version & 0xFFFFFFFF)
+    if m.timestamp is not None:
+        out += _key(10, 0) + write_varint(zigzag_encode(m.timestamp))
+    if m.meta is not None:
+        out += _ld(11, bytes(m.meta))
+    if m.rate_limit_proof is not None:
+        out += _ld(21, bytes(m.rate_limit_proof))
+    if m.ephemeral is not None:
+        out += _key(31, 0) + write_varint(1 if m.ephemeral else 0)
+    return bytes(out)
+
+
+def iter_fields(data: bytes):
+    """Yield (field_number, wire_type, value) for each top-level field; value is int or bytes."""
+    pos, n = 0, len(data)
+    while pos < n:
+        key, pos = read_varint(data, pos)
+        field, wire = key >> 3, key & 7
+        if field == 0:
+            raise DecodeError("field number 0")
+        if wire == 0:
+            val, pos = read_varint(data, pos)
+        elif wire == 1:
+            if pos + 8 > n:
+                raise DecodeError("truncated fixed64")
+            val, pos = data[pos:pos + 8], pos + 8
+        elif wire == 2:
+            ln, pos = read_varint(data, pos)
+            if pos + ln > n:
+                raise DecodeError("truncated length-delimited field")
+            val, pos = data[pos:pos + ln], pos + ln
+        elif wire == 5:
+            if pos + 4 > n:
+                raise DecodeError("truncated fixed32")
+            val, pos = data[pos:pos + 4], pos + 4
+        else:
+            raise DecodeError(f"unsupported wire type {wire}")
+        yield field, wire, val
+
+
+_EXPECTED_WIRE = {1: 2, 2: 2, 3: 0, 10: 0, 11: 2, 21: 2, 31: 0}
+
+
+def decode_message(data: bytes, *, require_presence: bool = True) -> WakuMessage:
+    """Decode a WakuMessage. Raises DecodeError on malformed bytes or (with require_presence) when
+    field 1 or 2 is absent, as nwaku does."""
+    f: dict = {}
+    for field, wire, val in iter_fields(bytes(data)):
+        want = _EXPECTED_WIRE.get(field)
+        if want is None:
+            continue  # unknown field: skipped, like protobuf
+        if wire != want:
+            raise DecodeError(f"field {field}: wire type {wire}, expected {want}")
+        f[field] = val  # last one wins, as in protobuf
+    if require_presence and (1 not in f or 2 not in f):
+        raise DecodeError("payload and content_topic must both be present")
+    try:
+        topic = bytes(f.get(2, b"")).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DecodeError("content_topic is not UTF-8") from e
+    return WakuMessage(
+        payload=bytes(f.get(1, b"")), content_topic=topic,
+        version=(f[3] & 0xFFFFFFFF) if 3 in f else None,
+        timestamp=_to_sint64(zigzag_decode(f[10])) if 10 in f else None,
+        meta=bytes(f[11]) if 11 in f else None,
+        rate_limit_proof=bytes(f[21]) if 21 in f else None,
+        ephemeral=bool(f[31]) if 31 in f else None,
+    )
+
+
+def _to_sint64(v: int) -> int:
+    v &= (1 << 64) - 1  # zigzag of a 64-bit value; wider varints are truncated like protobuf
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def message_hash(pubsub_topic: str, m: WakuMessage) -> bytes:
+    """Deterministic hash: sha256(pubsub_topic || payload || content_topic || meta || uint64_be(timestamp))."""
+    h = hashlib.sha256()
+    h.update(pubsub_topic.encode())
+    h.update(m.payload)
+    h.update(m.content_topic.encode())
+    if m.meta:
+        h.update(m.meta)
+    h.update(struct.pack(">Q", (m.timestamp or 0) & 0xFFFFFFFFFFFFFFFF))
+    return h.digest()
+
+
+def v2_digest(m: WakuMessage) -> bytes:
+    """Store v2.0.0-beta4 Index.digest: sha256(content_topic || payload) (seed 004)."""
+    return hashlib.sha256(m.content_topic.encode() + m.payload).digest()
+
+
+def validate_message(m: WakuMessage, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                     encoded_size: int | None = None) -> None:
+    """Edge checks for relay/lightpush/publish: raises InvalidMessage with a reason."""
+    if not m.payload:
+        raise InvalidMessage("empty payload")
+    if not m.content_topic:
+        raise InvalidMessage("empty content topic")
+    if m.meta is not None and len(m.meta) > MAX_META_SIZE:
+        raise InvalidMessage(f"meta is {len(m.meta)} bytes (max {MAX_META_SIZE})")
+    size = encoded_size if encoded_size is not None else len(encode_message(m))
+    if size > max_size:
+        raise InvalidMessage(f"message is {size} bytes (max {max_size})")
+    if m.timestamp is None or m.timestamp <= 0:
+        raise InvalidMessage("missing timestamp")

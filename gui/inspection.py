@@ -1,0 +1,182 @@
+"""What the Inspector does, without Qt: open any source, list its archives, verify it, and pin each fault
+to an archive (and piece, byte) where possible. Runs on a worker thread; returns plain values."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+from core.archive import codec
+from core.archive.constants import DATA_FILE, INDEX_FILE, PIECE_LENGTH
+from core.archive.errors import ArchiveError
+from core.archive.inspect import ArchiveRow, inspect_path
+from core.archive.torrent import Metainfo, parse_metainfo, piece_hashes
+from core.archive.verify import Finding, Report, verify_folder, verify_index_bytes
+
+
+@dataclass
+class InspectorResult:
+    source: str
+    kind: str                                   # folder | index | data | torrent | magnet | error
+    folder: Path | None = None
+    torrent: Metainfo | None = None
+    rows: list[ArchiveRow] = field(default_factory=list)
+    report: Report | None = None
+    error: str | None = None                    # why the source could not be opened at all
+    magnet: str | None = None
+
+    @property
+    def faults(self) -> list[Finding]:
+        return [f for f in (self.report.findings if self.report else []) if f.severity == "error"]
+
+    def summary(self) -> str:
+        if self.error and not self.report:
+            return f"Cannot open {self.source}: {self.error}"
+        r = self.report
+        if r is None:
+            return f"{len(self.rows)} archives"
+        warn = sum(1 for f in r.findings if f.severity != "error")
+        if r.ok:
+            return (f"Verified: {r.archives} archives, {r.messages} messages, no faults"
+                    + (f" ({warn} warnings)" if warn else ""))
+        n = len(self.faults)
+        return f"{n} fault{'s' if n != 1 else ''} found in {r.archives} archives" + (f", {warn} warnings" if warn else "")
+
+
+def parse_magnet(link: str) -> tuple[str, str, list[str]]:
+    """(infohash hex, name, trackers) of a magnet link; ValueError with a reason if it is not one of ours."""
+    u = urlparse(link)
+    if u.scheme != "magnet":
+        raise ValueError("not a magnet link")
+    q = parse_qs(u.query)
+    xt = [x for x in q.get("xt", []) if x.lower().startswith("urn:btih:")]
+    if not xt:
+        raise ValueError("magnet link has no urn:btih infohash")
+    ih = xt[0][9:].lower()
+    if len(ih) != 40 or any(c not in "0123456789abcdef" for c in ih):
+        raise ValueError(f"infohash {ih!r} is not 40 hex digits")
+    return ih, (q.get("dn") or [""])[0], q.get("tr", [])
+
+
+def pinpoint_pieces(mi: Metainfo, folder: Path, report: Report) -> None:
+    """Per archive, which pieces differ from the torrent's SHA-1s (the core check only counts them)."""
+    data, index = folder / DATA_FILE, folder / INDEX_FILE
+    if not data.exists() or not index.exists():
+        return
+    if data.stat().st_size != mi.file_length(DATA_FILE):
+        return  # core already reported torrent-file-size
+    try:
+        entries = codec.decode_index(index.read_bytes())
+    except ArchiveError:
+        return
+    with open(data, "rb") as f:
+        for aid, e in codec.sorted_entries(entries):
+            if e.offset % PIECE_LENGTH or e.offset + e.size > mi.file_length(DATA_FILE):
+                continue
+            f.seek(e.offset)
+            got = piece_hashes([f.read(e.size)])
+            bad = [p for k, p in enumerate(e.pieces) if got[20 * k:20 * k + 20] != mi.piece_hash(p)]
+            if bad:
+                first = bad[0]
+                at = first * PIECE_LENGTH - e.offset
+                report.add("piece-mismatch",
+                           f"{len(bad)} of {len(e.pieces)} pieces differ from the torrent: piece {first} "
+                           f"(archive byte {at}..{at + PIECE_LENGTH - 1}, data offset {first * PIECE_LENGTH})"
+                           + _where(at, e.raw_size), aid)
+
+
+def _where(at: int, raw_size: int) -> str:
+    if at >= raw_size:
+        return "; the damage is inside the padding"
+    if at + PIECE_LENGTH > raw_size:
+        return f"; this piece holds the archive's last message bytes (up to {raw_size}) and its padding"
+    return "; the archive's message bytes were altered"
+
+
+def _find_torrent(folder: Path) -> Path | None:
+    for c in (folder.parent / f"{folder.name}.torrent", folder.parent.parent / "torrents" / f"{folder.name}.torrent"):
+        if c.exists():
+            return c
+    return None
+
+
+def open_source(source: str, torrent: str | None = None) -> InspectorResult:
+    """Open a folder, `index`, `data`, `.torrent` or magnet link, and verify what can be verified."""
+    source = source.strip()
+    if source.startswith("magnet:"):
+        try:
+            ih, name, trackers = parse_magnet(source)
+        except ValueError as e:
+            return InspectorResult(source, "error", error=str(e))
+        rep = Report(source)
+        rep.add("needs-network", f"magnet {ih} ({name or 'no name'}, {len(trackers)} trackers): the archives must "
+                "be fetched first (member view, or `archivist fetch`), then the folder can be inspected", severity="info")
+        return InspectorResult(source, "magnet", report=rep, magnet=source)
+    p = Path(source)
+    if not p.exists():
+        return InspectorResult(source, "error", error="no such file or folder")
+    res = InspectorResult(source, "folder")
+    try:
+        ins = inspect_path(source)
+        res.kind, res.folder, res.torrent, res.rows = ins.kind, ins.folder, ins.torrent, ins.rows
+        if p.name == DATA_FILE:
+            res.kind = "data"
+    except (ArchiveError, OSError) as e:
+        res.error = f"{getattr(e, 'code', 'error')}: {e}"
+        if p.is_dir():
+            res.folder = p
+        elif p.name in (DATA_FILE, INDEX_FILE) and (p.parent / INDEX_FILE).exists():
+            res.folder = p.parent
+        elif p.suffix == ".torrent":
+            res.kind = "torrent"
+            rep = Report(source)
+            rep.add(getattr(e, "code", "torrent-undecodable"), str(e))
+            res.report = rep
+            return res
+    tpath = Path(torrent) if torrent else (p if p.suffix == ".torrent" else None)
+    if res.folder is not None and (res.folder / INDEX_FILE).exists():
+        if tpath is None:
+            tpath = _find_torrent(res.folder)
+        res.report = verify_folder(res.folder, tpath)
+        if tpath is not None and res.torrent is None:
+            try:
+                res.torrent = parse_metainfo(tpath.read_bytes())
+            except (ArchiveError, OSError):
+                pass
+        if res.torrent is not None:
+            pinpoint_pieces(res.torrent, res.folder, res.report)
+    elif p.is_file() and p.suffix != ".torrent":
+        res.kind = "index"
+        res.report = Report(source)
+        verify_index_bytes(p.read_bytes(), res.report)
+    elif res.torrent is not None:
+        res.report = Report(source)
+        res.report.add("data-missing", f"no folder named {res.torrent.name} beside the torrent: only the torrent's "
+                       "own fields could be checked", severity="warning")
+    return res
+
+
+def archive_messages(folder: Path, archive_id: str) -> list[codec.ArchiveMessage]:
+    """Decode one archive's messages (raises ArchiveError with a reason)."""
+    entries = codec.decode_index((folder / INDEX_FILE).read_bytes())
+    if archive_id not in entries:
+        raise ArchiveError(f"{archive_id} is not in the index", code="archive-unknown")
+    e = entries[archive_id]
+    with open(folder / DATA_FILE, "rb") as f:
+        f.seek(e.offset)
+        raw = f.read(e.raw_size)
+    if len(raw) < e.raw_size:
+        raise ArchiveError("archive runs past the end of data", code="index-past-data", archive_id=archive_id)
+    return codec.decode_archive(raw, archive_id=archive_id).messages
+
+
+def payload_preview(payload: bytes, n: int = 60) -> str:
+    """Printable text if the payload is text, else hex (Status payloads are protobuf, usually opaque)."""
+    head = payload[:n]
+    try:
+        s = head.decode("utf-8")
+        if s.isprintable():
+            return s
+    except UnicodeDecodeError:
+        pass
+    return head.hex()

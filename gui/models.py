@@ -1,0 +1,166 @@
+"""Table models updated by key (torrent-client style): a row changes in place with a per-row dataChanged;
+more than half the rows changing at once becomes one reset. Views sort/filter through QSortFilterProxyModel."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Iterable, Sequence
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+
+KEY_ROLE = Qt.ItemDataRole.UserRole + 1     # the row's key
+SORT_ROLE = Qt.ItemDataRole.UserRole + 2    # raw value for sorting
+
+
+def fmt_time(ts: int | float | None) -> str:
+    if ts is None:
+        return ""
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return ""
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if v < 1024 or unit == "GiB":
+            return f"{int(v)} B" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{n} B"
+
+
+def short_id(s: str, n: int = 10) -> str:
+    return s if len(s) <= n + 4 else f"{s[:n]}…{s[-4:]}"
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    value: Callable[[Any], Any]                       # raw value (sort role)
+    text: Callable[[Any], str] | None = None           # display text; default str(value)
+    tooltip: Callable[[Any], str | None] | None = None
+    align_right: bool = False
+
+
+class KeyedTableModel(QAbstractTableModel):
+    """Rows are arbitrary objects; `key(row)` identifies them. Update with upsert/remove/replace_all."""
+
+    def __init__(self, columns: Sequence[Column], key: Callable[[Any], Hashable], parent=None,
+                 foreground: Callable[[Any], Any] | None = None):
+        super().__init__(parent)
+        self.columns = list(columns)
+        self.key = key
+        self.foreground = foreground
+        self._rows: list[Any] = []
+        self._index: dict[Hashable, int] = {}
+
+    # -- Qt interface --------------------------------------------------------------------------------------
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.columns)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.columns[section].title
+        return None
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        row, col = self._rows[index.row()], self.columns[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return col.text(row) if col.text else _plain(col.value(row))
+        if role == SORT_ROLE:
+            v = col.value(row)
+            return -1 if v is None else v
+        if role == KEY_ROLE:
+            return self.key(row)
+        if role == Qt.ItemDataRole.ToolTipRole and col.tooltip:
+            return col.tooltip(row)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col.align_right:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and self.foreground:
+            return self.foreground(row)
+        return None
+
+    # -- keyed updates ---------------------------------------------------------------------------------------
+    def rows(self) -> list[Any]:
+        return list(self._rows)
+
+    def row_of(self, key: Hashable) -> int | None:
+        return self._index.get(key)
+
+    def get(self, key: Hashable) -> Any | None:
+        i = self._index.get(key)
+        return None if i is None else self._rows[i]
+
+    def upsert(self, row: Any) -> None:
+        k = self.key(row)
+        i = self._index.get(k)
+        if i is None:
+            n = len(self._rows)
+            self.beginInsertRows(QModelIndex(), n, n)
+            self._rows.append(row)
+            self._index[k] = n
+            self.endInsertRows()
+        else:
+            self._rows[i] = row
+            self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))
+
+    def remove(self, key: Hashable) -> None:
+        i = self._index.get(key)
+        if i is None:
+            return
+        self.beginRemoveRows(QModelIndex(), i, i)
+        del self._rows[i]
+        self.endRemoveRows()
+        self._reindex()
+
+    def replace_all(self, rows: Iterable[Any]) -> None:
+        """Apply a full snapshot by key: changed rows get dataChanged, new rows are inserted, gone rows removed.
+        When more than half the rows differ, one model reset is cheaper for the view."""
+        new = list(rows)
+        new_keys = [self.key(r) for r in new]
+        same_set = set(new_keys) == set(self._index) and len(new_keys) == len(self._rows)
+        if not same_set:
+            changed_share = len(set(new_keys) ^ set(self._index)) / max(1, len(new_keys), len(self._rows))
+            if changed_share > 0.5 or len(new) > 2 * len(self._rows) + 8:
+                self.beginResetModel()
+                self._rows = new
+                self._reindex()
+                self.endResetModel()
+                return
+            for k in [k for k in self._index if k not in set(new_keys)]:
+                self.remove(k)
+            for r in new:
+                self.upsert(r)
+            return
+        changed = [self._index[k] for k, r in zip(new_keys, new) if self._rows[self._index[k]] != r]
+        if len(changed) > len(self._rows) / 2:
+            for r in new:
+                self._rows[self._index[self.key(r)]] = r
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(self.columns) - 1))
+            return
+        for r in new:
+            i = self._index[self.key(r)]
+            if self._rows[i] != r:
+                self._rows[i] = r
+                self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))
+
+    def clear(self) -> None:
+        self.beginResetModel()
+        self._rows, self._index = [], {}
+        self.endResetModel()
+
+    def _reindex(self) -> None:
+        self._index = {self.key(r): i for i, r in enumerate(self._rows)}
+
+
+def _plain(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bytes):
+        return "0x" + v.hex()
+    return str(v)

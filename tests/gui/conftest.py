@@ -1,0 +1,42 @@
+"""GUI test fixtures: real archive folders (synthesized store -> build_archives), real Qt widgets offscreen."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(scope="session")
+def built_community(tmp_path_factory) -> dict:
+    """A small real community: 3000 messages over 6 weeks, archives + torrent built by the reference path."""
+    from core.archive.build import build_archives
+    from core.synth import synthesize
+    root = tmp_path_factory.mktemp("community")
+    s = synthesize(root / "messages.sqlite", messages=3000, weeks=6, channels=3, seed=11)
+    topics = [bytes.fromhex(t[2:]) for t in s.topics]
+    res = build_archives(s.path, s.community_id, topics, root / "archivedata", root / "torrents", end=s.end)
+    assert len(res.new_archive_ids) >= 5
+    return {"root": root, "synth": s, "topics": topics, "result": res,
+            "folder": root / "archivedata" / s.community_id, "torrent": Path(res.torrent_path)}
+
+
+@pytest.fixture
+def community_copy(built_community, tmp_path) -> dict:
+    """A private copy (archivedata/<id> + torrents/<id>.torrent) that a test may corrupt."""
+    dst = tmp_path / "copy"
+    shutil.copytree(built_community["root"] / "archivedata", dst / "archivedata")
+    shutil.copytree(built_community["root"] / "torrents", dst / "torrents")
+    cid = built_community["synth"].community_id
+    return {**built_community, "folder": dst / "archivedata" / cid, "torrent": dst / "torrents" / f"{cid}.torrent"}
+
+
+@pytest.fixture
+def ops(qtbot):
+    from gui.operations import Operations
+    o = Operations()
+    yield o
+    assert o.shutdown(10_000), "background operations did not finish"

@@ -1,0 +1,281 @@
+"""Hash-ratchet encryption of archives and the index, as status-go does it for token-gated communities.
+
+Wire (WIRE-FORMAT.md section 6; status-go protocol/encryption): ProtocolMessage{installation_id,
+encrypted_message["none"] = EncryptedMessageProtocol{HR_header{deprecated_key_id = uint32(key timestamp),
+seq_no, group_id = community ID bytes, key_id = keccak256(group_id || uint64_le(timestamp) || key)},
+payload = AES-256-GCM(keccak256^seq_no(group key), plaintext) = ciphertext || tag || 12-byte nonce}}.
+
+Departures (documented in docs/STATUS-LAYER.md): the nonce is derived from the message key and the plaintext
+(a synthetic IV: the same build gives the same bytes, and a nonce never repeats for different plaintexts) where
+status-go draws it at random; readers cannot tell the difference. A missing key is a terminal KeyMissing state.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from Crypto.Cipher import AES
+from google.protobuf.message import DecodeError as _PbDecodeError
+
+from core.archive.codec import keccak256
+from core.pb import communities_archive_pb2 as archive_pb
+from core.pb import status_protocol_message_pb2 as proto_pb
+from core.status.errors import EncryptionError, KeyMissing, TamperedContent
+from core.status.identity import community_id_bytes, write_private_file
+
+NO_INSTALLATION_ID = "none"          # status-go's map key for group (hash-ratchet) messages
+MAX_SEQ_NO = 100_000                 # status-go's maxHashRatchetSeqNoDelta: refuse to hash further
+NONCE_LENGTH = 12
+TAG_LENGTH = 16
+# Installation ID written into encrypted archives. status-go's reader first tries the bytes as a plain
+# WakuMessageArchive and only decrypts when that fails; an ID starting with "f" (wire type 6 when read as a
+# protobuf tag) guarantees that first attempt fails, so status-go goes on to decrypt.
+ARCHIVE_INSTALLATION_ID = "f0a7c41e-4e2a-4b4d-9c1d-a7c41e000000"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    """A community's hash-ratchet group key (status-go HashRatchetKeyCompatibility)."""
+
+    group_id: bytes                  # community ID bytes
+    key: bytes                       # 32 bytes
+    timestamp: int                   # milliseconds; status-go requires non-zero
+
+    def __post_init__(self):
+        if len(self.key) != 32:
+            raise EncryptionError(f"group key must be 32 bytes, got {len(self.key)}", code="bad-key")
+        if self.timestamp <= 0 or self.timestamp >= 1 << 64:
+            raise EncryptionError("group key timestamp must be a positive uint64", code="bad-key")
+        if not self.group_id:
+            raise EncryptionError("group key needs a group ID", code="bad-key")
+
+    @property
+    def key_id(self) -> bytes:
+        return keccak256(self.group_id + self.timestamp.to_bytes(8, "little") + self.key)
+
+    @property
+    def deprecated_key_id(self) -> int:
+        return self.timestamp & 0xFFFFFFFF
+
+    def to_json(self) -> dict:
+        return {"group_id": self.group_id.hex(), "key": self.key.hex(), "timestamp": self.timestamp}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "GroupKey":
+        return cls(bytes.fromhex(d["group_id"]), bytes.fromhex(d["key"]), int(d["timestamp"]))
+
+
+def ratchet_key(key: bytes, seq_no: int) -> bytes:
+    """The message key for `seq_no`: Keccak-256 applied seq_no times to the group key."""
+    for _ in range(seq_no):
+        key = keccak256(key)
+    return key
+
+
+class GroupKeyStore:
+    """Group keys we hold, by key ID, plus the last sequence number used per key (for sending).
+
+    With a path it persists as JSON with mode 0600. Thread-safe."""
+
+    def __init__(self, path: Path | str | None = None):
+        self.path = Path(path) if path is not None else None
+        self._lock = threading.Lock()
+        self._keys: dict[bytes, GroupKey] = {}
+        self._seq: dict[bytes, int] = {}
+        self._chain: dict[tuple[bytes, int], bytes] = {}
+        if self.path is not None and self.path.exists():
+            try:
+                doc = json.loads(self.path.read_text())
+                for d in doc.get("keys", []):
+                    k = GroupKey.from_json(d)
+                    self._keys[k.key_id] = k
+                self._seq = {bytes.fromhex(h): int(n) for h, n in doc.get("seq", {}).items()}
+            except (ValueError, KeyError, TypeError) as e:
+                raise EncryptionError(f"group key store {self.path} is malformed: {e}", code="bad-key-store") from None
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        doc = {"version": 1, "keys": [k.to_json() for k in self._keys.values()],
+               "seq": {h.hex(): n for h, n in self._seq.items()}}
+        write_private_file(self.path, json.dumps(doc, indent=2).encode() + b"\n")
+
+    def add(self, key: GroupKey) -> None:
+        with self._lock:
+            self._keys[key.key_id] = key
+            self._save()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def find(self, key_id: bytes, group_id: bytes = b"", deprecated_key_id: int = 0) -> GroupKey | None:
+        with self._lock:
+            k = self._keys.get(bytes(key_id))
+            if k is None and not key_id and group_id:   # old-format header: group + uint32 key ID only
+                k = next((c for c in self._keys.values()
+                          if c.group_id == group_id and c.deprecated_key_id == deprecated_key_id), None)
+            return k
+
+    def current(self, group_id: bytes) -> GroupKey | None:
+        with self._lock:
+            keys = [k for k in self._keys.values() if k.group_id == group_id]
+            return max(keys, key=lambda k: k.timestamp) if keys else None
+
+    def next_seq(self, key: GroupKey) -> int:
+        with self._lock:
+            n = self._seq.get(key.key_id, 0) + 1
+            self._seq[key.key_id] = n
+            self._save()
+            return n
+
+    def message_key(self, key: GroupKey, seq_no: int) -> bytes:
+        """keccak256^seq_no(key), continuing from the nearest cached lower step."""
+        if seq_no > MAX_SEQ_NO:
+            raise EncryptionError(f"hash-ratchet seq_no {seq_no} is above {MAX_SEQ_NO}", code="seq-too-high")
+        with self._lock:
+            start, value = 0, key.key
+            for (kid, n), v in self._chain.items():
+                if kid == key.key_id and start < n <= seq_no:
+                    start, value = n, v
+        value = ratchet_key(value, seq_no - start)
+        with self._lock:
+            if len(self._chain) > 10_000:
+                self._chain.clear()
+            self._chain[(key.key_id, seq_no)] = value
+        return value
+
+
+# ---------------------------------------------------------------- wrap / unwrap
+
+def _synthetic_nonce(message_key: bytes, plaintext: bytes) -> bytes:
+    return keccak256(b"archivist-hr-nonce" + message_key + plaintext)[:NONCE_LENGTH]
+
+
+def wrap(plaintext: bytes, key: GroupKey, seq_no: int, *, installation_id: str = ARCHIVE_INSTALLATION_ID,
+         nonce: bytes | None = None) -> bytes:
+    """Encrypt an encoded archive or index into a hash-ratchet ProtocolMessage (seq_no >= 1)."""
+    if not 1 <= seq_no <= MAX_SEQ_NO:
+        raise EncryptionError(f"seq_no must be 1..{MAX_SEQ_NO}", code="bad-seq")
+    mk = ratchet_key(key.key, seq_no)
+    nonce = _synthetic_nonce(mk, plaintext) if nonce is None else nonce
+    ct, tag = AES.new(mk, AES.MODE_GCM, nonce=nonce).encrypt_and_digest(plaintext)
+    header = proto_pb.HRHeader(deprecated_key_id=key.deprecated_key_id, seq_no=seq_no, group_id=key.group_id,
+                               key_id=key.key_id)
+    pm = proto_pb.ProtocolMessage(installation_id=installation_id)
+    pm.encrypted_message[NO_INSTALLATION_ID].CopyFrom(
+        proto_pb.EncryptedMessageProtocol(HR_header=header, payload=ct + tag + nonce))
+    return pm.SerializeToString(deterministic=True)
+
+
+def hash_ratchet_message(data: bytes) -> proto_pb.EncryptedMessageProtocol | None:
+    """The hash-ratchet part if `data` is an HR-encrypted ProtocolMessage, else None (never raises)."""
+    if not data:
+        return None
+    pm = proto_pb.ProtocolMessage()
+    try:
+        pm.ParseFromString(bytes(data))
+    except (_PbDecodeError, RuntimeError, ValueError):
+        return None
+    if not pm.encrypted_message:
+        return None
+    msg = pm.encrypted_message.get(NO_INSTALLATION_ID) or next(iter(pm.encrypted_message.values()))
+    if not msg.HasField("HR_header") or not msg.HR_header.group_id:
+        return None
+    return msg
+
+
+def is_encrypted(data: bytes) -> bool:
+    return hash_ratchet_message(data) is not None
+
+
+def unwrap(data: bytes, store: GroupKeyStore, *, archive_id: str | None = None) -> bytes:
+    """Decrypt a hash-ratchet ProtocolMessage. Raises KeyMissing (key not held: terminal), TamperedContent
+    (authentication failed), or EncryptionError (not an HR message, bad seq_no)."""
+    msg = hash_ratchet_message(data)
+    if msg is None:
+        raise EncryptionError("not a hash-ratchet encrypted ProtocolMessage", code="not-encrypted",
+                              archive_id=archive_id)
+    h = msg.HR_header
+    key = store.find(h.key_id, h.group_id, h.deprecated_key_id)
+    if key is None:
+        raise KeyMissing(f"group key {h.key_id.hex()[:16] or h.deprecated_key_id} of community "
+                         f"0x{h.group_id.hex()} is not held: content stays encrypted until the key is added",
+                         group_id=h.group_id, key_id=h.key_id, archive_id=archive_id)
+    if h.seq_no == 0:
+        # status-go treats seq_no 0 as a key-exchange message with a plaintext payload; archives never use it
+        raise EncryptionError("hash-ratchet seq_no 0 (key exchange) is not an encrypted archive", code="bad-seq",
+                              archive_id=archive_id)
+    payload = msg.payload
+    if len(payload) < NONCE_LENGTH + TAG_LENGTH:
+        raise TamperedContent("encrypted payload is too short", archive_id=archive_id)
+    mk = store.message_key(key, h.seq_no)
+    nonce, tag, ct = payload[-NONCE_LENGTH:], payload[-NONCE_LENGTH - TAG_LENGTH:-NONCE_LENGTH], \
+        payload[:-NONCE_LENGTH - TAG_LENGTH]
+    try:
+        return AES.new(mk, AES.MODE_GCM, nonce=nonce).decrypt_and_verify(ct, tag)
+    except ValueError:
+        raise TamperedContent("encrypted content does not authenticate: its bytes were changed",
+                              archive_id=archive_id) from None
+
+
+def open_archive_bytes(raw: bytes, store: GroupKeyStore | None, *, archive_id: str | None = None) -> bytes:
+    """Plain archive bytes: decrypt when encrypted (KeyMissing when no store/key), pass through otherwise.
+
+    The HR check comes first (status-go tries a plain decode first, which an encrypted blob can pass by chance)."""
+    if is_encrypted(raw):
+        return unwrap(raw, store if store is not None else GroupKeyStore(), archive_id=archive_id)
+    return raw
+
+
+def open_index_bytes(raw: bytes, store: GroupKeyStore | None) -> bytes:
+    """Plain index bytes. Detects encryption as WIRE-FORMAT.md says: non-empty but zero entries -> try HR."""
+    idx = archive_pb.WakuMessageArchiveIndex()
+    try:
+        idx.ParseFromString(bytes(raw))
+        if idx.archives or not raw:
+            return raw
+    except (_PbDecodeError, RuntimeError, ValueError):
+        pass
+    return open_archive_bytes(raw, store)
+
+
+class HashRatchetEncryptor:
+    """Wraps successive archives (and the index) with the community's current key and increasing seq_no."""
+
+    def __init__(self, store: GroupKeyStore, group_id: bytes):
+        self.store, self.group_id = store, group_id
+
+    def __call__(self, plaintext: bytes) -> bytes:
+        key = self.store.current(self.group_id)
+        if key is None:
+            raise KeyMissing(f"no group key for community 0x{self.group_id.hex()}: cannot encrypt",
+                             group_id=self.group_id)
+        return wrap(plaintext, key, self.store.next_seq(key))
+
+
+DEFAULT_CLI_KEY_TIMESTAMP = 1
+
+
+def parse_cli_key(key_hex: str, community_id: str) -> GroupKey:
+    """`HEX` or `HEX@TIMESTAMP_MS` (the timestamp is part of the key ID; status-go keys carry their own)."""
+    text, _, ts = key_hex.strip().partition("@")
+    text = text[2:] if text.lower().startswith("0x") else text
+    try:
+        key = bytes.fromhex(text)
+        timestamp = int(ts) if ts else DEFAULT_CLI_KEY_TIMESTAMP
+        group_id = community_id_bytes(community_id)
+    except ValueError as e:
+        raise EncryptionError(f"bad --encrypt-key: {e}", code="bad-key") from None
+    return GroupKey(group_id, key, timestamp)
+
+
+def transform_from_cli(key_hex: str, community_id: str) -> Callable[[bytes], bytes]:
+    """The archive transform for `archivist build --encrypt-key KEY[@TIMESTAMP]`: each call wraps one encoded
+    archive with the next seq_no (1, 2, ...). The synthetic nonce keeps repeated builds safe and reproducible."""
+    store = GroupKeyStore()
+    key = parse_cli_key(key_hex, community_id)
+    store.add(key)
+    return HashRatchetEncryptor(store, key.group_id)

@@ -1,0 +1,256 @@
+"""One libtorrent session, one alert thread (UX-AND-ANCHORS.md: torrent clients).
+
+The alert thread waits with `wait_for_alert`, copies each alert into a plain TorrentEvent, dispatches it to the
+torrent's owner (a SeededTorrent or a FetchJob) and to subscribers, polls status with `post_torrent_updates`
+about once a second, and runs commands queued from other threads. Every libtorrent call on a torrent happens on
+that thread, so owners need no locks.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Callable, Protocol
+
+import libtorrent as lt
+
+from core.torrent import events as ev
+from core.torrent.resume import ResumeStore, ShutdownMarker
+from core.torrent.settings import TorrentSettings
+
+log = logging.getLogger(__name__)
+
+
+class Owner(Protocol):
+    infohash: str
+
+    def on_event(self, e: ev.TorrentEvent) -> None: ...
+    def on_tick(self, now: float) -> None: ...
+
+
+def infohash_of(a) -> str:
+    ih = getattr(a, "info_hashes", None)
+    if ih is not None and not callable(ih):
+        return str(ih.v1)
+    try:
+        return str(a.handle.info_hash())
+    except Exception:
+        return ""
+
+
+def _convert(a) -> list[ev.TorrentEvent]:
+    """Alert -> plain events. Must not keep a reference to `a`."""
+    t = type(a).__name__
+    if t == "state_update_alert":
+        return [ev.TorrentEvent(ev.STATUS, str(st.info_hashes.v1), ev.status_values(st)) for st in a.status]
+    ih = infohash_of(a) if isinstance(a, lt.torrent_alert) or t == "torrent_removed_alert" else ""
+    if t == "piece_finished_alert":
+        return [ev.TorrentEvent(ev.PIECE_FINISHED, ih, {"piece": int(a.piece_index)})]
+    if t == "read_piece_alert":
+        ok = not a.error.value()
+        return [ev.TorrentEvent(ev.READ_PIECE, ih, {"piece": int(a.piece), "ok": ok,
+                                                    "data": bytes(a.buffer)[:a.size] if ok else b"",
+                                                    "message": "" if ok else a.error.message()})]
+    if t == "metadata_received_alert":
+        return [ev.TorrentEvent(ev.METADATA, ih)]
+    if t == "cache_flushed_alert":
+        return [ev.TorrentEvent(ev.FLUSHED, ih)]
+    if t == "file_prio_alert":
+        return [ev.TorrentEvent(ev.FILE_PRIO, ih)]
+    if t == "torrent_checked_alert":
+        return [ev.TorrentEvent(ev.CHECKED, ih)]
+    if t == "torrent_finished_alert":
+        return [ev.TorrentEvent(ev.FINISHED, ih)]
+    if t == "torrent_removed_alert":
+        return [ev.TorrentEvent(ev.REMOVED, ih)]
+    if t == "save_resume_data_alert":
+        return [ev.TorrentEvent(ev.RESUME_SAVED, ih, {"data": bytes(lt.write_resume_data_buf(a.params))})]
+    if t in ("torrent_error_alert", "file_error_alert", "metadata_failed_alert"):
+        code = "disk-full" if a.error.value() == errno.ENOSPC else t.replace("_alert", "").replace("_", "-")
+        return [ev.TorrentEvent(ev.ERROR, ih, {"code": code, "message": f"{a.error.message()} ({a.message()})"})]
+    if t in ("peer_connect_alert", "peer_disconnected_alert"):
+        return [ev.TorrentEvent(ev.PEER, ih, {"connected": t == "peer_connect_alert", "peer": str(a.endpoint)})]
+    if t in ("listen_succeeded_alert", "listen_failed_alert"):
+        return [ev.TorrentEvent(ev.LISTEN, "", {"ok": t == "listen_succeeded_alert", "message": a.message()})]
+    if t in ("portmap_alert", "portmap_error_alert"):
+        return [ev.TorrentEvent(ev.PORTMAP, "", {"ok": t == "portmap_alert", "message": a.message()})]
+    return []
+
+
+class TorrentService:
+    def __init__(self, settings: TorrentSettings | None = None, state_dir: Path | str | None = None, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 free_space: Callable[[Path], int] | None = None):
+        self.settings = settings or TorrentSettings()
+        self.state_dir = Path(state_dir) if state_dir else None
+        self.resume = ResumeStore(self.state_dir) if self.state_dir else None
+        self._marker = ShutdownMarker(self.state_dir / "running.marker") if self.state_dir else None
+        self.clock = clock
+        self.free_space = free_space
+        self.unclean_previous = False
+        self.listen_ok: bool | None = None
+        self.portmap_ok: bool | None = None
+        self._ses = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._cmds: "queue.SimpleQueue[tuple[Callable, Future]]" = queue.SimpleQueue()
+        self._subs: list[Callable[[ev.TorrentEvent], None]] = []
+        self.owners: dict[str, Owner] = {}
+        self.seeds: dict[str, object] = {}     # community ID -> SeededTorrent
+        self.jobs: dict[str, object] = {}      # community ID -> FetchJob
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+    def start(self) -> "TorrentService":
+        if self._marker:
+            self.unclean_previous = self._marker.acquire()
+        self._ses = lt.session(self.settings.settings_pack())
+        self._thread = threading.Thread(target=self._run, name="torrent-alerts", daemon=True)
+        self._thread.start()
+        return self
+
+    def __enter__(self) -> "TorrentService":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def listen_port(self) -> int:
+        return self._ses.listen_port()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Save resume data of unfinished downloads, stop the thread, drop the session, remove the marker."""
+        if self._thread is None:
+            return
+        try:
+            self.call(self._save_all_resume).result(timeout)
+        except Exception as e:  # a failing save must not keep the session alive
+            log.warning("saving resume data at shutdown failed: %s", e)
+        self._stop.set()
+        self._thread.join(timeout)
+        self._thread = None
+        self._ses = None
+        if self._marker:
+            self._marker.release()
+
+    # -- threading ---------------------------------------------------------------------------------------------
+    def call(self, fn: Callable, *args) -> Future:
+        """Run `fn(*args)` on the alert thread."""
+        fut: Future = Future()
+        self._cmds.put((lambda: fn(*args), fut))
+        return fut
+
+    def subscribe(self, callback: Callable[[ev.TorrentEvent], None]) -> Callable[[], None]:
+        """`callback` runs on the alert thread with every event: keep it short."""
+        self._subs.append(callback)
+        return lambda: self._subs.remove(callback) if callback in self._subs else None
+
+    def emit(self, e: ev.TorrentEvent) -> None:
+        for cb in list(self._subs):
+            try:
+                cb(e)
+            except Exception:
+                log.exception("event subscriber failed")
+
+    def _run(self) -> None:
+        ses = self._ses
+        last_status = 0.0
+        tick_ms = max(1, int(self.settings.tick * 1000))
+        while not self._stop.is_set():
+            while True:
+                try:
+                    fn, fut = self._cmds.get_nowait()
+                except queue.Empty:
+                    break
+                if fut.set_running_or_notify_cancel():
+                    try:
+                        fut.set_result(fn())
+                    except BaseException as e:  # handed to the caller
+                        fut.set_exception(e)
+            ses.wait_for_alert(tick_ms)
+            for e in [e for a in ses.pop_alerts() for e in _convert(a)]:
+                self._dispatch(e)
+            now = self.clock()
+            if now - last_status >= self.settings.status_interval:
+                last_status = now
+                ses.post_torrent_updates()
+            for owner in list(self.owners.values()):
+                try:
+                    owner.on_tick(now)
+                except Exception:
+                    log.exception("torrent owner tick failed")
+        # fail commands still queued so callers do not hang
+        while not self._cmds.empty():
+            _, fut = self._cmds.get_nowait()
+            fut.set_exception(RuntimeError("torrent service stopped"))
+
+    def _dispatch(self, e: ev.TorrentEvent) -> None:
+        if e.kind == ev.LISTEN:
+            self.listen_ok = e.data["ok"] if self.listen_ok is not True else True
+        elif e.kind == ev.PORTMAP:
+            self.portmap_ok = bool(self.portmap_ok) or e.data["ok"]
+        elif e.kind == ev.RESUME_SAVED and self.resume is not None:
+            self.resume.save_resume(e.infohash, e.data["data"])
+        owner = self.owners.get(e.infohash)
+        if owner is not None:
+            try:
+                owner.on_event(e)
+            except Exception:
+                log.exception("torrent owner failed on %s", e.kind)
+        if e.kind != ev.RESUME_SAVED:
+            self.emit(e)
+        else:
+            self.emit(ev.TorrentEvent(ev.RESUME_SAVED, e.infohash, {"bytes": len(e.data["data"])}))
+
+    def _save_all_resume(self) -> None:
+        """Runs on the alert thread: ask every unfinished download for resume data and wait for all of them."""
+        pending = set()
+        for job in list(self.jobs.values()):
+            h = getattr(job, "handle", None)
+            if h is not None and h.is_valid() and h.torrent_file() is not None and self.resume is not None:
+                h.save_resume_data(lt.save_resume_flags_t.save_info_dict | lt.save_resume_flags_t.flush_disk_cache)
+                pending.add(job.infohash)
+        deadline = time.monotonic() + 5
+        while pending and time.monotonic() < deadline:
+            self._ses.wait_for_alert(100)
+            for e in [e for a in self._ses.pop_alerts() for e in _convert(a)]:
+                if e.kind == ev.RESUME_SAVED:
+                    pending.discard(e.infohash)
+                self._dispatch(e)
+
+    # -- torrents ----------------------------------------------------------------------------------------------
+    def add_torrent(self, atp, owner: Owner):
+        """Alert thread only."""
+        atp.save_path = str(Path(atp.save_path).resolve())
+        h = self._ses.add_torrent(atp)
+        owner.infohash = str(h.info_hash())
+        self.owners[owner.infohash] = owner
+        return h
+
+    def remove_torrent(self, h, owner: Owner) -> None:
+        """Alert thread only. Keeps the files."""
+        if self.owners.get(owner.infohash) is owner:
+            del self.owners[owner.infohash]
+        if h is not None and h.is_valid():
+            self._ses.remove_torrent(h)
+
+    def seed(self, community_id: str, data_dir: Path | str, torrent: bytes | Path | str):
+        """Seed `<data_dir>/<community_id>/{data,index}`; drops the community's previous torrent."""
+        from core.torrent.seed import SeededTorrent
+        raw = torrent if isinstance(torrent, bytes) else Path(torrent).read_bytes()
+        st = SeededTorrent(self, community_id, Path(data_dir), raw)
+        return self.call(st.start).result(30)
+
+    def fetch(self, magnet: str, data_dir: Path | str, selection=None, *, community_id: str | None = None,
+              peers=()):
+        """Start (or resume) downloading; a newer magnet for the same community cancels the running one."""
+        from core.torrent.fetch import FetchJob
+        from core.torrent.selection import Selection
+        job = FetchJob(self, magnet, Path(data_dir), selection or Selection(), community_id=community_id,
+                       peers=tuple(peers))
+        self.call(job.start).result(30)
+        return job

@@ -1,0 +1,61 @@
+"""Settings of the BitTorrent service (DEPENDENCIES.md: libtorrent traps)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.archive.constants import DEFAULT_TRACKERS
+
+
+@dataclass
+class TorrentSettings:
+    """Real networks: the defaults. Tests: `TorrentSettings.loopback()` (no DHT/LSD/UPnP/NAT-PMP, TCP only)."""
+
+    listen_host: str = "0.0.0.0"
+    listen_port: int = 0                 # 0: pick a free port, so that two instances can run side by side
+    dht: bool = True
+    lsd: bool = True
+    upnp: bool = True
+    natpmp: bool = True
+    utp: bool = True                     # uTP on loopback runs at ~11 MiB/s; tests turn it off
+    trackers: tuple[str, ...] = DEFAULT_TRACKERS
+    metadata_timeout: float = 20.0       # status-go: 20 s per attempt ...
+    metadata_retries: int = 1            # ... and one retry
+    status_interval: float = 1.0         # post_torrent_updates period
+    resume_interval: float = 10.0        # short timer for resume data
+    tick: float = 0.1                    # alert wait; bounds the latency of commands
+    upload_rate_limit: int = 0           # bytes/s per torrent, 0 = unlimited
+    download_rate_limit: int = 0
+    disk_margin: int = 16 * 1024 * 1024  # free space kept on top of what a download needs
+    extra: dict = field(default_factory=dict)  # raw libtorrent settings_pack overrides
+
+    @classmethod
+    def loopback(cls, **kw) -> "TorrentSettings":
+        base = dict(listen_host="127.0.0.1", dht=False, lsd=False, upnp=False, natpmp=False, utp=False,
+                    trackers=())
+        base.update(kw)
+        return cls(**base)
+
+    def settings_pack(self) -> dict:
+        import libtorrent as lt
+        cat = lt.alert.category_t
+        mask = (cat.error_notification | cat.status_notification | cat.storage_notification
+                | cat.piece_progress_notification | cat.connect_notification | cat.port_mapping_notification
+                | cat.peer_notification)
+        pack = {
+            "listen_interfaces": f"{self.listen_host}:{self.listen_port}",
+            "enable_dht": self.dht,
+            "enable_lsd": self.lsd,
+            "enable_upnp": self.upnp,
+            "enable_natpmp": self.natpmp,
+            "enable_outgoing_utp": self.utp,
+            "enable_incoming_utp": self.utp,
+            "alert_mask": int(mask),
+            "alert_queue_size": 100_000,
+            # the first block otherwise waits ~1 s (DEPENDENCIES.md)
+            "close_redundant_connections": False,
+            # several peers on 127.0.0.1 would otherwise make libtorrent ban the address
+            "allow_multiple_connections_per_ip": True,
+            "user_agent": "archivist",
+        }
+        pack.update(self.extra)
+        return pack

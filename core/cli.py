@@ -15,6 +15,7 @@ from core import __version__
 # Modules exposing register(subparsers). Order = order in `archivist --help`.
 COMMAND_MODULES = [
     "core.archive.cli",
+    "core.torrent.cli",
     "core.appcli",
 ]
 

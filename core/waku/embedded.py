@@ -1,0 +1,233 @@
+"""EmbeddedWakuBackend: the trio WakuNode in its own thread behind a thread-safe, blocking API.
+
+Calls from any thread are marshalled into trio with trio.from_thread.run. Received messages leave the trio
+thread through a queue.Queue and are handed to subscriber callbacks on one dispatcher thread, so a slow
+callback never stalls the network.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import uuid
+from typing import Iterator, Sequence
+
+import trio
+
+from core.pb import waku_store_v2beta4_pb2 as v2pb
+from core.pb import waku_store_v3_pb2 as v3pb
+from core.waku.backend import MessageCallback, Subscription
+from core.waku.message import WakuMessage, decode_message
+from core.waku.node import NodeConfig, WakuNode
+from core.waku.relay import ReceivedMessage
+
+log = logging.getLogger(__name__)
+
+
+class StoreQueryError(RuntimeError):
+    def __init__(self, code: int, desc: str):
+        super().__init__(f"store query failed: {code} {desc}")
+        self.code, self.desc = code, desc
+
+
+class EmbeddedWakuBackend:
+    def __init__(self, config: NodeConfig | None = None, *, call_timeout: float = 30.0):
+        self.config = config or NodeConfig()
+        self.call_timeout = call_timeout
+        self.node: WakuNode | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._cancel: trio.CancelScope | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._events: queue.Queue = queue.Queue()
+        self._subs: list[Subscription] = []
+        self._subs_lock = threading.Lock()
+        self._dispatcher: threading.Thread | None = None
+
+    # --- lifecycle ---
+    def start(self, timeout: float = 30.0) -> None:
+        self._thread = threading.Thread(target=self._thread_main, name="waku-node", daemon=True)
+        self._thread.start()
+        self._dispatcher = threading.Thread(target=self._dispatch, name="waku-events", daemon=True)
+        self._dispatcher.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError("waku node did not start")
+        if self._error is not None:
+            raise RuntimeError(f"waku node failed to start: {self._error}") from self._error
+
+    def _thread_main(self) -> None:
+        async def main():
+            self._token = trio.lowlevel.current_trio_token()
+            with trio.CancelScope() as scope:
+                self._cancel = scope
+                self.node = WakuNode(self.config, on_message=self._events.put)
+                async with trio.open_nursery() as n:
+                    await n.start(self.node.run)
+                    self._ready.set()
+        try:
+            trio.run(main)
+        except BaseException as e:  # noqa: BLE001 - reported to start()
+            self._error = e
+            log.exception("waku node stopped with an error")
+        finally:
+            self._ready.set()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self._thread is None:
+            return
+        if self._token is not None and self._thread.is_alive():
+            try:
+                trio.from_thread.run_sync(self._cancel.cancel, trio_token=self._token)
+            except trio.RunFinishedError:
+                pass
+        self._thread.join(timeout)
+        self._events.put(None)
+        if self._dispatcher is not None:
+            self._dispatcher.join(timeout)
+        if self.config.store is not None:
+            pass  # the store belongs to the caller, who closes it
+        self._thread = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _call(self, fn, *args):
+        if self._token is None:
+            raise RuntimeError("node not started")
+
+        async def bounded():
+            with trio.fail_after(self.call_timeout):
+                return await fn(*args)
+        return trio.from_thread.run(bounded, trio_token=self._token)
+
+    def _sync(self, fn, *args):
+        return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
+
+    # --- identity and peers ---
+    @property
+    def peer_id(self) -> str:
+        return self.node.peer_id
+
+    @property
+    def listen_addrs(self) -> list[str]:
+        return self._sync(self.node.listen_addrs)
+
+    def ws_addr(self) -> str:
+        return next(a for a in self.listen_addrs if "/ws/" in a)
+
+    def add_peer(self, multiaddr: str) -> str:
+        """Dial a peer; returns its peer id."""
+        return self._call(self.node.connect, multiaddr)
+
+    def connected_peers(self) -> list[str]:
+        return self._sync(self.node.connected_peers)
+
+    def wait_for_relay_peer(self, peer_id: str, pubsub_topic: str | None = None, timeout: float = 10.0) -> None:
+        self._call(self.node.wait_for_relay_peer, peer_id, pubsub_topic or self.config.topics()[0], timeout)
+
+    # --- relay ---
+    def subscribe(self, pubsub_topic: str, content_topics: Sequence[str], callback: MessageCallback) -> Subscription:
+        sub = Subscription(pubsub_topic, content_topics, callback, self)
+        with self._subs_lock:
+            self._subs.append(sub)
+        self._call(self.node.subscribe_topic, pubsub_topic)
+        return sub
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        with self._subs_lock:
+            if sub in self._subs:
+                self._subs.remove(sub)
+
+    def publish(self, pubsub_topic: str, message: WakuMessage) -> bytes:
+        """Validate and relay; returns the message hash. Blocks while send queues are full (back-pressure)."""
+        return self._call(self.node.publish, pubsub_topic, message)
+
+    def _dispatch(self) -> None:
+        while True:
+            rm = self._events.get()
+            if rm is None:
+                return
+            with self._subs_lock:
+                subs = [s for s in self._subs if s.matches(rm)]
+            for s in subs:
+                try:
+                    s.callback(rm)
+                except Exception:  # noqa: BLE001 - a subscriber bug must not stop delivery
+                    log.exception("waku subscriber failed")
+
+    # --- lightpush ---
+    def lightpush(self, peer_id: str, pubsub_topic: str | None, message: WakuMessage):
+        return self._call(self.node.lightpush, peer_id, pubsub_topic, message)
+
+    # --- store ---
+    def flush_store(self) -> None:
+        self._call(self.node.flush_store)
+
+    def query_store(self, peer: str | None, content_topics: Sequence[str], start: int | None = None,
+                    end: int | None = None, *, pubsub_topic: str | None = None, page_size: int = 100,
+                    forward: bool = True, version: int = 3) -> Iterator[ReceivedMessage]:
+        """All matching messages from a store peer (peer id, or a multiaddr to dial), fetched page by page.
+        peer=None queries our own store. Pages are fetched lazily as the iterator is consumed."""
+        if peer is not None and peer.startswith("/"):
+            peer = self.add_peer(peer)
+        if version == 2:
+            yield from self._query_v2(peer, content_topics, start, end, pubsub_topic, page_size, forward)
+            return
+        cursor = None
+        while True:
+            req = v3pb.StoreQueryRequest(request_id=uuid.uuid4().hex, include_data=True,
+                                         content_topics=list(content_topics), pagination_forward=forward,
+                                         pagination_limit=page_size)
+            if pubsub_topic:
+                req.pubsub_topic = pubsub_topic
+            if start is not None:
+                req.time_start = start
+            if end is not None:
+                req.time_end = end
+            if cursor is not None:
+                req.pagination_cursor = cursor
+            if peer is None:
+                from core.waku.store_query import handle_store_v3
+                resp = handle_store_v3(self.config.store, req)
+            else:
+                resp = self._call(self.node.store_query_v3, peer, req)
+            if resp.status_code != 200:
+                raise StoreQueryError(resp.status_code, resp.status_desc)
+            for kv in resp.messages:
+                m = decode_message(kv.message.SerializeToString(), require_presence=False)
+                yield ReceivedMessage(kv.pubsub_topic, m, kv.message_hash)
+            if not resp.HasField("pagination_cursor") or not resp.messages:
+                return
+            cursor = resp.pagination_cursor
+
+    def _query_v2(self, peer, content_topics, start, end, pubsub_topic, page_size, forward):
+        cursor = None
+        while True:
+            rpc = v2pb.HistoryRPC(request_id=uuid.uuid4().hex)
+            q = rpc.query
+            q.pubsub_topic = pubsub_topic or ""
+            for ct in content_topics:
+                q.content_filters.add(content_topic=ct)
+            q.paging_info.page_size = page_size
+            q.paging_info.direction = v2pb.PagingInfo.FORWARD if forward else v2pb.PagingInfo.BACKWARD
+            if cursor is not None:
+                q.paging_info.cursor.CopyFrom(cursor)
+            if start is not None:
+                q.start_time = start
+            if end is not None:
+                q.end_time = end
+            resp = self._call(self.node.store_query_v2, peer, rpc).response
+            if resp.error != v2pb.HistoryResponse.NONE:
+                raise StoreQueryError(int(resp.error), v2pb.HistoryResponse.Error.Name(resp.error))
+            for pm in resp.messages:
+                m = decode_message(pm.SerializeToString(), require_presence=False)
+                ps = pubsub_topic or ""
+                yield ReceivedMessage(ps, m, m.hash(ps))
+            if not resp.paging_info.HasField("cursor") or not resp.messages:
+                return
+            cursor = resp.paging_info.cursor

@@ -1,0 +1,141 @@
+"""Every py-libp2p 0.8.1 workaround the Waku node needs, in one place (each has a regression test in
+tests/unit/waku/test_libp2p_fixes.py).
+
+1. GossipSub only accepts /meshsub/* ids in add_peer: map the Waku relay id to GossipSub v1.1 behaviour.
+2. Pubsub.publish() always sets `from` and `seqno` (js-waku drops such messages under StrictNoSign):
+   build the message ourselves (data + topic only) and push it.
+3. The equivocation check keys on from+seqno, empty for every unsigned message: disabled.
+4. The message cache keys on from+seqno too (IHAVE/IWANT would all collide): key it by the message id.
+5. Silent drops: the 32-slot subscription channel (we deliver through a callback instead), the 32-RPC per-peer
+   send queue (enlarged, and publishers wait while it is above a high-water mark), the 10 msg/s spam limit
+   (disabled through the constructor).
+6. read_exactly() gives up after 100 partial reads (big messages over mplex): our request/response protocols
+   use their own length-prefixed read loop with a size limit (read_length_prefixed).
+7. The default host accepts plaintext, secio and TLS: security options are Noise only.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Callable
+
+import trio
+from libp2p.crypto.keys import KeyPair
+from libp2p.crypto.x25519 import create_new_key_pair as new_x25519
+from libp2p.custom_types import TProtocol
+from libp2p.pubsub import rpc_queue
+from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
+from libp2p.pubsub.mcache import CacheEntry, MessageCache
+from libp2p.pubsub.pb import rpc_pb2
+from libp2p.pubsub.pubsub import Pubsub
+from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
+from libp2p.security.noise.transport import Transport as NoiseTransport
+
+from core.waku.varint import DecodeError
+
+WAKU_RELAY_PROTOCOL = TProtocol("/vac/waku/relay/2.0.0")
+SEND_QUEUE_SIZE = 4096          # per-peer outbound RPCs (py-libp2p: 32)
+SEND_QUEUE_HIGH_WATER = 1024    # publishers wait above this
+
+
+def waku_message_id(msg: rpc_pb2.Message) -> bytes:
+    """11/WAKU2-RELAY message id: sha256 of the data, raw 32 bytes."""
+    return hashlib.sha256(msg.data).digest()
+
+
+# --- fix 5b: per-peer send queue size (the default argument is bound at definition time) ---
+def enlarge_send_queues(size: int = SEND_QUEUE_SIZE) -> None:
+    defaults = rpc_queue.RpcQueue.__init__.__defaults__
+    rpc_queue.RpcQueue.__init__.__defaults__ = (size, *defaults[1:])
+
+
+class IdMessageCache(MessageCache):
+    """fix 4: message cache keyed by the Waku message id instead of from+seqno."""
+
+    def put(self, msg: rpc_pb2.Message) -> None:
+        mid = waku_message_id(msg)
+        if mid in self.msgs:
+            return
+        self.msgs[mid] = msg
+        self.history[0].append(CacheEntry(mid, msg.topicIDs))
+
+
+class WakuGossipSub(GossipSub):
+    """GossipSub v1.1 on /vac/waku/relay/2.0.0 with nwaku's parameters (fixes 1, 3, 4, 5c)."""
+
+    def __init__(self, **kw):
+        params = dict(protocols=[WAKU_RELAY_PROTOCOL], degree=6, degree_low=4, degree_high=8,
+                      gossip_window=3, gossip_history=5, heartbeat_initial_delay=0.1, heartbeat_interval=1,
+                      time_to_live=60, spam_protection_enabled=False, adaptive_gossip_enabled=False,
+                      eclipse_protection_enabled=False)
+        params.update(kw)
+        super().__init__(**params)
+        self.mcache = IdMessageCache(params["gossip_window"], params["gossip_history"])
+
+    def add_peer(self, peer_id, protocol_id) -> None:
+        if protocol_id == WAKU_RELAY_PROTOCOL:
+            protocol_id = PROTOCOL_ID_V11
+        super().add_peer(peer_id, protocol_id)
+
+    def _check_equivocation(self, msg: rpc_pb2.Message) -> bool:
+        return True  # StrictNoSign: no from/seqno to key on; duplicates are caught by the seen cache
+
+
+class WakuPubsub(Pubsub):
+    """Pubsub with StrictNoSign and sha256 ids that hands every validated message to `on_message`
+    synchronously (fix 5a) and publishes unsigned messages (fix 2)."""
+
+    def __init__(self, host, router, on_message: Callable[[str, rpc_pb2.Message], None], **kw):
+        super().__init__(host, router, strict_signing=False, msg_id_constructor=waku_message_id,
+                         seen_ttl=120, cache_size=None, **kw)
+        self._on_message = on_message
+
+    def notify_subscriptions(self, publish_message: rpc_pb2.Message) -> None:
+        for topic in publish_message.topicIDs:
+            if topic in self.topic_ids:
+                self._on_message(topic, publish_message)
+
+    def send_queue_depth(self) -> int:
+        return max((len(q) for q in self.peer_queues.values()), default=0)
+
+    async def publish_unsigned(self, topic: str, data: bytes, *, high_water: int = SEND_QUEUE_HIGH_WATER) -> None:
+        while self.send_queue_depth() > high_water:  # fix 5b: back-pressure instead of drops
+            await trio.sleep(0.002)
+        await self.push_msg(self.my_id, rpc_pb2.Message(data=data, topicIDs=[topic]))
+
+
+def noise_only_security(key_pair: KeyPair) -> dict:
+    """fix 7: Noise is the only security protocol offered or accepted."""
+    return {NOISE_PROTOCOL_ID: NoiseTransport(key_pair, noise_privkey=new_x25519().private_key)}
+
+
+# --- fix 6: our own length-prefixed framing ---
+async def read_length_prefixed(stream, max_size: int) -> bytes:
+    """Read one uvarint-length-prefixed frame; raises DecodeError on a bad/oversize prefix or EOF."""
+    length = shift = 0
+    for i in range(10):
+        b = await stream.read(1)
+        if not b:
+            raise DecodeError("stream closed before length prefix")
+        length |= (b[0] & 0x7F) << shift
+        if not b[0] & 0x80:
+            break
+        shift += 7
+    else:
+        raise DecodeError("length prefix longer than 10 bytes")
+    if length > max_size:
+        raise DecodeError(f"frame of {length} bytes exceeds {max_size}")
+    buf = bytearray()
+    while len(buf) < length:
+        chunk = await stream.read(length - len(buf))
+        if not chunk:
+            raise DecodeError(f"stream closed after {len(buf)} of {length} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+async def write_length_prefixed(stream, data: bytes) -> None:
+    from core.waku.varint import write_varint
+    await stream.write(write_varint(len(data)) + data)
+
+
+enlarge_send_queues()

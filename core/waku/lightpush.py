@@ -1,0 +1,116 @@
+"""Lightpush: v3 (/vac/waku/lightpush/3.0.0) server and client, and the legacy v2-beta1 server.
+
+Status codes are nwaku's (waku_lightpush/common.nim). Departure: when no relay peer is connected we still
+accept (200, relay_peer_count=0) because the message is stored and delivered locally; nwaku answers 505.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Awaitable, Callable
+
+from google.protobuf.message import DecodeError as PbDecodeError
+
+from core.pb import waku_lightpush_pb2 as lpb
+from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
+from core.waku.message import InvalidMessage, WakuMessage, decode_message
+from core.waku.varint import DecodeError
+
+LIGHTPUSH_V3_PROTOCOL = "/vac/waku/lightpush/3.0.0"
+LIGHTPUSH_V2_PROTOCOL = "/vac/waku/lightpush/2.0.0-beta1"
+MAX_REQUEST = 2 * 1024 * 1024
+SUCCESS, BAD_REQUEST, PAYLOAD_TOO_LARGE, INVALID_MESSAGE = 200, 400, 413, 420
+UNSUPPORTED_PUBSUB_TOPIC, INTERNAL_SERVER_ERROR = 421, 500
+log = logging.getLogger(__name__)
+
+# publish(pubsub_topic or None, message) -> number of relay peers; raises InvalidMessage / ValueError(topic)
+PublishFn = Callable[[str | None, WakuMessage], Awaitable[int]]
+
+
+class UnsupportedTopic(ValueError):
+    pass
+
+
+class PayloadTooLarge(InvalidMessage):
+    pass
+
+
+async def answer_v3(data: bytes, publish: PublishFn) -> lpb.LightpushResponse:
+    try:
+        req = lpb.LightpushRequest.FromString(data)
+        if not req.HasField("message"):
+            return lpb.LightpushResponse(request_id=req.request_id, status_code=BAD_REQUEST,
+                                         status_desc="no message")
+        msg = decode_message(req.message.SerializeToString(), require_presence=False)
+    except (PbDecodeError, DecodeError) as e:
+        return lpb.LightpushResponse(status_code=BAD_REQUEST, status_desc=f"malformed request: {e}")
+    resp = lpb.LightpushResponse(request_id=req.request_id)
+    try:
+        resp.relay_peer_count = await publish(req.pubsub_topic if req.HasField("pubsub_topic") else None, msg)
+        resp.status_code, resp.status_desc = SUCCESS, "OK"
+    except PayloadTooLarge as e:
+        resp.status_code, resp.status_desc = PAYLOAD_TOO_LARGE, str(e)
+    except InvalidMessage as e:
+        resp.status_code, resp.status_desc = INVALID_MESSAGE, str(e)
+    except UnsupportedTopic as e:
+        resp.status_code, resp.status_desc = UNSUPPORTED_PUBSUB_TOPIC, str(e)
+    except Exception as e:  # noqa: BLE001 - report, never crash the handler
+        log.warning("lightpush publish failed: %s", e)
+        resp.status_code, resp.status_desc = INTERNAL_SERVER_ERROR, "internal error"
+    return resp
+
+
+async def serve_v3(stream, publish: PublishFn) -> None:
+    try:
+        resp = await answer_v3(await read_length_prefixed(stream, MAX_REQUEST), publish)
+        await write_length_prefixed(stream, resp.SerializeToString())
+    except Exception as e:
+        log.debug("lightpush v3 request failed: %s", e)
+    finally:
+        await stream.close()
+
+
+async def answer_v2(data: bytes, publish: PublishFn) -> lpb.PushRpc | None:
+    try:
+        rpc = lpb.PushRpc.FromString(data)
+    except PbDecodeError:
+        return None
+    out = lpb.PushRpc(request_id=rpc.request_id)
+    if not rpc.HasField("request") or not rpc.request.HasField("message"):
+        out.response.is_success, out.response.info = False, "no request"
+        return out
+    try:
+        msg = decode_message(rpc.request.message.SerializeToString(), require_presence=False)
+        await publish(rpc.request.pubsub_topic or None, msg)
+        out.response.is_success, out.response.info = True, "OK"
+    except (InvalidMessage, UnsupportedTopic, DecodeError) as e:
+        out.response.is_success, out.response.info = False, str(e)
+    return out
+
+
+async def serve_v2(stream, publish: PublishFn) -> None:
+    try:
+        out = await answer_v2(await read_length_prefixed(stream, MAX_REQUEST), publish)
+        if out is not None:
+            await write_length_prefixed(stream, out.SerializeToString())
+    except Exception as e:
+        log.debug("lightpush v2 request failed: %s", e)
+    finally:
+        await stream.close()
+
+
+async def push_v3(host, peer_id, pubsub_topic: str | None, msg: WakuMessage) -> lpb.LightpushResponse:
+    from core.waku.store_query import to_pb
+    req = lpb.LightpushRequest(request_id=uuid.uuid4().hex, message=to_pb(msg))
+    if pubsub_topic:
+        req.pubsub_topic = pubsub_topic
+    stream = await host.new_stream(peer_id, [LIGHTPUSH_V3_PROTOCOL])
+    try:
+        await write_length_prefixed(stream, req.SerializeToString())
+        raw = await read_length_prefixed(stream, 64 * 1024)
+    finally:
+        await stream.close()
+    try:
+        return lpb.LightpushResponse.FromString(raw)
+    except PbDecodeError as e:
+        raise DecodeError(f"malformed lightpush response: {e}") from e

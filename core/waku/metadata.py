@@ -1,0 +1,47 @@
+"""66/WAKU2-METADATA (/vac/waku/metadata/1.0.0): exchange cluster id and shards; disconnect on a mismatch."""
+from __future__ import annotations
+
+import logging
+
+from core.pb import waku_metadata_pb2 as mpb
+from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
+
+METADATA_PROTOCOL = "/vac/waku/metadata/1.0.0"
+MAX_FRAME = 64 * 1024
+log = logging.getLogger(__name__)
+
+
+def decode_metadata(data: bytes) -> tuple[int | None, list[int]]:
+    """(cluster_id, shards) from a request or response (same layout); raises on malformed bytes."""
+    m = mpb.WakuMetadataResponse.FromString(data)
+    return (m.cluster_id if m.HasField("cluster_id") else None), list(m.shards)
+
+
+def encode_metadata(cluster_id: int, shards) -> bytes:
+    return mpb.WakuMetadataResponse(cluster_id=cluster_id, shards=list(shards)).SerializeToString()
+
+
+def cluster_matches(ours: int, theirs: int | None) -> bool:
+    """nwaku: a peer that reports another cluster id is disconnected (an absent id is tolerated)."""
+    return theirs is None or theirs == ours
+
+
+async def serve(stream, cluster_id: int, shards, on_mismatch) -> None:
+    try:
+        theirs, _ = decode_metadata(await read_length_prefixed(stream, MAX_FRAME))
+        await write_length_prefixed(stream, encode_metadata(cluster_id, shards))
+        if not cluster_matches(cluster_id, theirs):
+            await on_mismatch(stream.muxed_conn.peer_id, theirs)
+    except Exception as e:  # malformed request or broken stream: just close
+        log.debug("metadata request failed: %s", e)
+    finally:
+        await stream.close()
+
+
+async def request(host, peer_id, cluster_id: int, shards) -> tuple[int | None, list[int]]:
+    stream = await host.new_stream(peer_id, [METADATA_PROTOCOL])
+    try:
+        await write_length_prefixed(stream, encode_metadata(cluster_id, shards))
+        return decode_metadata(await read_length_prefixed(stream, MAX_FRAME))
+    finally:
+        await stream.close()

@@ -1,0 +1,245 @@
+"""The embedded Waku node, async (trio): host, relay, metadata, store v3/v2-beta4, lightpush v3/v2.
+
+Use it through EmbeddedWakuBackend (embedded.py), which runs it in its own thread.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import multiaddr
+import trio
+from libp2p import new_host
+from libp2p.abc import INotifee
+from libp2p.peer.id import ID
+from libp2p.peer.peerinfo import info_from_p2p_addr
+from libp2p.stream_muxer.mplex.mplex import MPLEX_PROTOCOL_ID, Mplex
+from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_PROTOCOL_ID
+from libp2p.stream_muxer.yamux.yamux import Yamux
+from libp2p.tools.anyio_service.context import background_trio_service
+
+from core.waku import lightpush, metadata, store_protocol
+from core.waku.identity import load_or_create_identity
+from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub
+from core.waku.message import DEFAULT_MAX_MESSAGE_SIZE, WakuMessage, decode_message, encode_message, \
+    validate_message
+from core.waku.relay import ReceivedMessage, RelayValidator
+from core.waku.store_db import MessageStore
+from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD, auto_shard_topic, static_shard_topic
+
+log = logging.getLogger(__name__)
+PRUNE_INTERVAL_S = 3600
+
+
+@dataclass
+class NodeConfig:
+    host: str = "127.0.0.1"
+    tcp_port: int = 0
+    ws_port: int | None = 0                 # None: no WebSocket listener
+    cluster_id: int = STATUS_CLUSTER
+    shards: tuple[int, ...] = (STATUS_DEFAULT_SHARD,)
+    pubsub_topics: tuple[str, ...] | None = None   # relay topics; default: the static shards above
+    autosharding_shards: int = 0            # >0: lightpush without a topic uses autosharding
+    key_path: Path | None = None            # persisted identity; None = ephemeral
+    store: MessageStore | None = None       # None: no store service, nothing persisted
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    metadata_disconnect_unsupported: bool = False  # nwaku disconnects peers without metadata
+    extra: dict = field(default_factory=dict)
+
+    def topics(self) -> tuple[str, ...]:
+        return self.pubsub_topics or tuple(static_shard_topic(self.cluster_id, s) for s in self.shards)
+
+
+class _ConnNotifee(INotifee):
+    def __init__(self, node: "WakuNode"):
+        self.node = node
+
+    async def connected(self, network, conn) -> None:
+        self.node._on_connected(conn.muxed_conn.peer_id)
+
+    async def disconnected(self, network, conn) -> None:
+        pass
+
+    async def opened_stream(self, network, stream) -> None:
+        pass
+
+    async def closed_stream(self, network, stream) -> None:
+        pass
+
+    async def listen(self, network, maddr) -> None:
+        pass
+
+    async def listen_close(self, network, maddr) -> None:
+        pass
+
+
+class WakuNode:
+    def __init__(self, config: NodeConfig, on_message: Callable[[ReceivedMessage], None] | None = None):
+        self.config = config
+        self.on_message = on_message
+        self.validator = RelayValidator(config.max_message_size)
+        self.key_pair = load_or_create_identity(config.key_path)
+        self.store = config.store
+        self._store_buffer: list[tuple[str, WakuMessage]] = []
+        self._store_wakeup = trio.Event()
+        self.metadata_rejected: set[str] = set()
+        self._nursery: trio.Nursery | None = None
+        addrs = [multiaddr.Multiaddr(f"/ip4/{config.host}/tcp/{config.tcp_port}")]
+        if config.ws_port is not None:
+            addrs.append(multiaddr.Multiaddr(f"/ip4/{config.host}/tcp/{config.ws_port}/ws"))
+        self._listen = addrs
+        self.host = new_host(key_pair=self.key_pair, sec_opt=_noise(self.key_pair),
+                             muxer_opt={YAMUX_PROTOCOL_ID: Yamux, MPLEX_PROTOCOL_ID: Mplex}, listen_addrs=addrs)
+        self.router = WakuGossipSub()
+        self.pubsub = WakuPubsub(self.host, self.router, self._on_pubsub)
+        h = self.host
+        h.set_stream_handler(metadata.METADATA_PROTOCOL, self._serve_metadata)
+        h.set_stream_handler(lightpush.LIGHTPUSH_V3_PROTOCOL, lambda s: lightpush.serve_v3(s, self._lightpush_publish))
+        h.set_stream_handler(lightpush.LIGHTPUSH_V2_PROTOCOL, lambda s: lightpush.serve_v2(s, self._lightpush_publish))
+        if self.store is not None:
+            h.set_stream_handler(store_protocol.STORE_V3_PROTOCOL, lambda s: store_protocol.serve_v3(s, self.store))
+            h.set_stream_handler(store_protocol.STORE_V2_PROTOCOL, lambda s: store_protocol.serve_v2(s, self.store))
+        h.get_network().register_notifee(_ConnNotifee(self))
+
+    # --- lifecycle ---
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with self.host.run(self._listen), background_trio_service(self.pubsub), \
+                background_trio_service(self.router):
+            await self.pubsub.wait_until_ready()
+            async with trio.open_nursery() as n:
+                self._nursery = n
+                for t in self.config.topics():
+                    await self.subscribe_topic(t)
+                if self.store is not None:
+                    n.start_soon(self._store_writer)
+                    n.start_soon(self._pruner)
+                task_status.started()
+                await trio.sleep_forever()
+
+    @property
+    def peer_id(self) -> str:
+        return self.host.get_id().pretty()
+
+    def listen_addrs(self) -> list[str]:
+        return [str(a) for a in self.host.get_addrs()]
+
+    # --- relay ---
+    async def subscribe_topic(self, pubsub_topic: str) -> None:
+        if pubsub_topic in self.pubsub.topic_ids:
+            return
+        self.pubsub.set_topic_validator(pubsub_topic, self.validator.gossipsub_validator, False)
+        await self.pubsub.subscribe(pubsub_topic)
+
+    def relay_peers(self, pubsub_topic: str) -> int:
+        return len(self.pubsub.peer_topics.get(pubsub_topic, ()))
+
+    async def publish(self, pubsub_topic: str, msg: WakuMessage) -> bytes:
+        data = encode_message(msg)
+        validate_message(msg, max_size=self.config.max_message_size, encoded_size=len(data))
+        if pubsub_topic not in self.pubsub.topic_ids:
+            await self.subscribe_topic(pubsub_topic)
+        await self.pubsub.publish_unsigned(pubsub_topic, data)
+        return msg.hash(pubsub_topic)
+
+    async def wait_for_relay_peer(self, peer_id: str, pubsub_topic: str, timeout: float = 10.0) -> None:
+        await self.router.wait_for_mesh(ID.from_base58(peer_id), pubsub_topic, timeout)
+
+    def _on_pubsub(self, topic: str, pubsub_msg) -> None:
+        try:
+            m = decode_message(pubsub_msg.data)
+        except Exception:
+            return  # cannot happen after validation; never let it reach GossipSub
+        if self.store is not None and not m.is_ephemeral:
+            self._store_buffer.append((topic, m))
+            self._store_wakeup.set()
+        if self.on_message is not None:
+            self.on_message(ReceivedMessage(topic, m, m.hash(topic)))
+
+    async def _store_writer(self) -> None:
+        while True:
+            await self._store_wakeup.wait()
+            self._store_wakeup = trio.Event()
+            batch, self._store_buffer = self._store_buffer, []
+            if batch:
+                await trio.to_thread.run_sync(self.store.add_many, batch)
+
+    async def flush_store(self) -> None:
+        """Write buffered relay messages now (tests, shutdown)."""
+        batch, self._store_buffer = self._store_buffer, []
+        if batch:
+            await trio.to_thread.run_sync(self.store.add_many, batch)
+
+    async def _pruner(self) -> None:
+        while True:
+            await trio.to_thread.run_sync(self.store.prune)
+            await trio.sleep(PRUNE_INTERVAL_S)
+
+    # --- peers and metadata ---
+    async def connect(self, addr: str) -> str:
+        info = info_from_p2p_addr(multiaddr.Multiaddr(addr))
+        await self.host.connect(info)
+        return info.peer_id.pretty()
+
+    def connected_peers(self) -> list[str]:
+        return [p.pretty() for p in self.host.get_connected_peers()]
+
+    def _on_connected(self, peer_id: ID) -> None:
+        if self._nursery is not None:
+            self._nursery.start_soon(self._metadata_handshake, peer_id)
+
+    async def _metadata_handshake(self, peer_id: ID) -> None:
+        try:
+            with trio.fail_after(10):
+                cluster, _shards = await metadata.request(self.host, peer_id, self.config.cluster_id,
+                                                          self.config.shards)
+        except Exception as e:
+            log.debug("metadata with %s failed: %s", peer_id, e)
+            if self.config.metadata_disconnect_unsupported:
+                await self._reject_peer(peer_id, None)
+            return
+        if not metadata.cluster_matches(self.config.cluster_id, cluster):
+            await self._reject_peer(peer_id, cluster)
+
+    async def _serve_metadata(self, stream) -> None:
+        await metadata.serve(stream, self.config.cluster_id, self.config.shards, self._reject_peer)
+
+    async def _reject_peer(self, peer_id: ID, cluster: int | None) -> None:
+        log.info("disconnecting %s: cluster %s, ours %s", peer_id, cluster, self.config.cluster_id)
+        self.metadata_rejected.add(peer_id.pretty())
+        try:
+            await self.host.disconnect(peer_id)
+        except Exception as e:
+            log.debug("disconnect %s: %s", peer_id, e)
+
+    # --- lightpush ---
+    async def _lightpush_publish(self, pubsub_topic: str | None, msg: WakuMessage) -> int:
+        if not pubsub_topic:
+            if self.config.autosharding_shards:
+                pubsub_topic = auto_shard_topic(msg.content_topic, self.config.cluster_id,
+                                                self.config.autosharding_shards)
+            else:
+                pubsub_topic = self.config.topics()[0]
+        if pubsub_topic not in self.config.topics() and pubsub_topic not in self.pubsub.topic_ids:
+            raise lightpush.UnsupportedTopic(f"not relaying {pubsub_topic}")
+        data = encode_message(msg)
+        if len(data) > self.config.max_message_size:
+            raise lightpush.PayloadTooLarge(f"message is {len(data)} bytes (max {self.config.max_message_size})")
+        await self.publish(pubsub_topic, msg)
+        return self.relay_peers(pubsub_topic)
+
+    async def lightpush(self, peer_id: str, pubsub_topic: str | None, msg: WakuMessage):
+        return await lightpush.push_v3(self.host, ID.from_base58(peer_id), pubsub_topic, msg)
+
+    # --- store clients ---
+    async def store_query_v3(self, peer_id: str, req):
+        return await store_protocol.query_v3(self.host, ID.from_base58(peer_id), req)
+
+    async def store_query_v2(self, peer_id: str, rpc):
+        return await store_protocol.query_v2(self.host, ID.from_base58(peer_id), rpc)
+
+
+def _noise(kp):
+    from core.waku.libp2p_fixes import noise_only_security
+    return noise_only_security(kp)

@@ -1,0 +1,86 @@
+"""13/WAKU2-STORE on the wire: v3 (/vac/waku/store-query/3.0.0) and v2.0.0-beta4 servers and clients.
+
+One length-prefixed protobuf per direction per stream. The query logic lives in store_query.py.
+"""
+from __future__ import annotations
+
+import logging
+
+import trio
+from google.protobuf.message import DecodeError as PbDecodeError
+
+from core.pb import waku_store_v2beta4_pb2 as v2pb
+from core.pb import waku_store_v3_pb2 as v3pb
+from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
+from core.waku.store_db import MessageStore
+from core.waku.store_query import BAD_REQUEST, handle_store_v2, handle_store_v3
+from core.waku.varint import DecodeError
+
+STORE_V3_PROTOCOL = "/vac/waku/store-query/3.0.0"
+STORE_V2_PROTOCOL = "/vac/waku/store/2.0.0-beta4"
+MAX_REQUEST = 256 * 1024
+MAX_RESPONSE = 64 * 1024 * 1024
+log = logging.getLogger(__name__)
+
+
+def answer_v3(store: MessageStore, data: bytes) -> bytes:
+    """Bytes in, bytes out: a malformed request gets a 400 response, never an exception."""
+    try:
+        req = v3pb.StoreQueryRequest.FromString(data)
+    except PbDecodeError:
+        return v3pb.StoreQueryResponse(status_code=BAD_REQUEST, status_desc="malformed request").SerializeToString()
+    return handle_store_v3(store, req).SerializeToString()
+
+
+def answer_v2(store: MessageStore, data: bytes) -> bytes | None:
+    try:
+        rpc = v2pb.HistoryRPC.FromString(data)
+    except PbDecodeError:
+        return None
+    return handle_store_v2(store, rpc).SerializeToString()
+
+
+async def serve_v3(stream, store: MessageStore) -> None:
+    try:
+        data = await read_length_prefixed(stream, MAX_REQUEST)
+        await write_length_prefixed(stream, await trio.to_thread.run_sync(answer_v3, store, data))
+    except Exception as e:
+        log.debug("store v3 request failed: %s", e)
+    finally:
+        await stream.close()
+
+
+async def serve_v2(stream, store: MessageStore) -> None:
+    try:
+        out = await trio.to_thread.run_sync(answer_v2, store, await read_length_prefixed(stream, MAX_REQUEST))
+        if out is not None:
+            await write_length_prefixed(stream, out)
+    except Exception as e:
+        log.debug("store v2 request failed: %s", e)
+    finally:
+        await stream.close()
+
+
+async def _roundtrip(host, peer_id, protocol: str, data: bytes) -> bytes:
+    stream = await host.new_stream(peer_id, [protocol])
+    try:
+        await write_length_prefixed(stream, data)
+        return await read_length_prefixed(stream, MAX_RESPONSE)
+    finally:
+        await stream.close()
+
+
+async def query_v3(host, peer_id, req: v3pb.StoreQueryRequest) -> v3pb.StoreQueryResponse:
+    raw = await _roundtrip(host, peer_id, STORE_V3_PROTOCOL, req.SerializeToString())
+    try:
+        return v3pb.StoreQueryResponse.FromString(raw)
+    except PbDecodeError as e:
+        raise DecodeError(f"malformed store v3 response: {e}") from e
+
+
+async def query_v2(host, peer_id, rpc: v2pb.HistoryRPC) -> v2pb.HistoryRPC:
+    raw = await _roundtrip(host, peer_id, STORE_V2_PROTOCOL, rpc.SerializeToString())
+    try:
+        return v2pb.HistoryRPC.FromString(raw)
+    except PbDecodeError as e:
+        raise DecodeError(f"malformed store v2 response: {e}") from e

@@ -1,38 +1,267 @@
-"""Placeholder main window: an inspector table over one archive folder."""
+"""The main window: communities on the left; on the right the selected community (owner or member view), its
+history, the Inspector and the log. Engine commands go through the adapter; nothing here blocks."""
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtWidgets import QLabel, QMainWindow, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QAction, QCloseEvent, QIcon, QKeySequence
+from PySide6.QtWidgets import (QLabel, QMainWindow, QMessageBox, QScrollArea, QSplitter, QStackedWidget, QTabWidget, QToolBar,
+                               QWidget)
 
-from core.archive.inspect import inspect_path
+from core.node.state import CommunityState, Role
+from gui.adapter import EngineAdapter
+from gui.operations import Operations
+from gui.resources import icon
+from gui.views.communities import CommunitiesView
+from gui.views.control import ControlView
+from gui.views.history import HistoryView
+from gui.views.inspector import InspectorView
+from gui.views.log import LogView
+from gui.views.member import MemberView
+from gui.views.settings import SettingsDialog
+
+TAB_COMMUNITY, TAB_HISTORY, TAB_INSPECTOR, TAB_LOG = range(4)
+
+
+def scrolled(w: QWidget) -> QScrollArea:
+    """Long views scroll instead of forcing a tall minimum window height."""
+    area = QScrollArea()
+    area.setWidget(w)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.Shape.NoFrame)
+    return area
 
 
 class MainWindow(QMainWindow):
-    COLUMNS = ["Archive ID", "From", "To", "Offset", "Size", "Padding", "Pieces", "Messages"]
-
-    def __init__(self) -> None:
+    def __init__(self, engine: Any = None, settings: QSettings | None = None, ops: Operations | None = None):
         super().__init__()
         self.setWindowTitle("Archivist")
-        self.resize(1100, 600)
-        body = QWidget()
-        lay = QVBoxLayout(body)
-        self.status = QLabel("Open an archive folder to inspect it.")
-        self.table = QTableWidget(0, len(self.COLUMNS))
-        self.table.setHorizontalHeaderLabels(self.COLUMNS)
-        lay.addWidget(self.status)
-        lay.addWidget(self.table)
-        self.setCentralWidget(body)
+        self.setWindowIcon(icon("archivist"))
+        self.setObjectName("mainWindow")
+        self.settings = settings or QSettings("Archivist", "Archivist")
+        self.ops = ops or Operations(self)
+        self.adapter: EngineAdapter | None = None
+        self.current_id: str | None = None
 
-    def open_folder(self, folder: Path) -> None:
-        ins = inspect_path(str(folder))
-        self.status.setText(f"{len(ins.rows)} archives in {folder}")
-        self.table.setRowCount(len(ins.rows))
-        fmt = lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")  # noqa: E731
-        for i, r in enumerate(ins.rows):
-            vals = [r.archive_id, fmt(r.start), fmt(r.end), r.offset, r.size, r.padding, len(r.pieces),
-                    r.error or r.messages]
-            for j, v in enumerate(vals):
-                self.table.setItem(i, j, QTableWidgetItem(str(v)))
-        self.table.resizeColumnsToContents()
+        self.communities = CommunitiesView()
+        self.control = ControlView()
+        self.member = MemberView()
+        self.placeholder = QLabel("Select a community on the left.\n\nNo engine is running yet: the Inspector "
+                                  "(Ctrl+3) opens any archive folder, index, data file or torrent.")
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setWordWrap(True)
+        self.stack = QStackedWidget()
+        for w in (self.placeholder, self.control, self.member):
+            self.stack.addWidget(scrolled(w))
+        self.history = HistoryView()
+        self.inspector = InspectorView(self.ops)
+        self.log = LogView()
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.stack, icon("community"), "Community")
+        self.tabs.addTab(self.history, icon("history"), "History")
+        self.tabs.addTab(self.inspector, icon("inspector"), "Inspector")
+        self.tabs.addTab(self.log, icon("log"), "Log")
+        self.split = QSplitter(Qt.Orientation.Horizontal)
+        self.split.addWidget(self.communities)
+        self.split.addWidget(self.tabs)
+        self.split.setStretchFactor(1, 1)
+        self.split.setSizes([330, 870])
+        self.setCentralWidget(self.split)
+        self.op_label = QLabel("")
+        self.statusBar().addPermanentWidget(self.op_label)
+        self._make_actions()
+        self._wire()
+        self.restore_state()
+        if engine is not None:
+            self.attach_engine(engine)
+
+    # -- structure -----------------------------------------------------------------------------------------
+    def _make_actions(self) -> None:
+        def act(text: str, keys, slot, icon_name: str | None = None, tip: str = "") -> QAction:
+            a = QAction(icon(icon_name) if icon_name else QIcon(), text, self)
+            a.setShortcuts(keys if isinstance(keys, list) else [QKeySequence(keys)])
+            a.setToolTip(f"{tip or text} ({QKeySequence(a.shortcut()).toString()})")
+            a.triggered.connect(slot)
+            self.addAction(a)
+            return a
+        self.act_open = act("Open in Inspector…", QKeySequence.StandardKey.Open, self._open_inspector, "open")
+        self.act_archive = act("Archive now", "Ctrl+Shift+A", self._archive_now_current, "archive-now",
+                               "Build archives now for the selected community")
+        self.act_refresh = act("Refresh", QKeySequence.StandardKey.Refresh, self.refresh, "refresh")
+        self.act_settings = act("Settings…", "Ctrl+,", self.open_settings, "settings")
+        self.act_find = act("Find", QKeySequence.StandardKey.Find, self._focus_search)
+        self.act_quit = act("Quit", QKeySequence.StandardKey.Quit, self.close)
+        self.tab_actions = [act(name, f"Ctrl+{i + 1}", lambda _=False, i=i: self.tabs.setCurrentIndex(i))
+                            for i, name in enumerate(("Community", "History", "Inspector", "Log"))]
+        tb = QToolBar("Main")
+        tb.setObjectName("mainToolbar")
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        for a in (self.act_open, self.act_archive, self.act_refresh, self.act_settings):
+            tb.addAction(a)
+        self.addToolBar(tb)
+        m = self.menuBar()
+        f = m.addMenu("&File")
+        for a in (self.act_open, self.act_settings, self.act_quit):
+            f.addAction(a)
+        c = m.addMenu("&Community")
+        for a in (self.act_archive, self.act_refresh):
+            c.addAction(a)
+        v = m.addMenu("&View")
+        for a in self.tab_actions + [self.act_find]:
+            v.addAction(a)
+        h = m.addMenu("&Help")
+        h.addAction("Keyboard shortcuts", self.show_shortcuts)
+
+    def _wire(self) -> None:
+        self.communities.selected.connect(self.show_community)
+        self.control.support_toggled.connect(self.set_support)
+        self.control.archive_now.connect(self.archive_now)
+        self.member.policy_chosen.connect(self.set_policy)
+        self.member.cancel_requested.connect(lambda cid: self._command("cancel download", "cancel_download", cid))
+        self.member.resume_requested.connect(lambda cid: self._command("resume download", "resume_download", cid))
+        self.history.load_requested.connect(self.load_history)
+        self.ops.started.connect(lambda _i, label: self._ops_changed())
+        self.ops.finished.connect(lambda _i, label, ok: self._ops_changed(label, ok))
+
+    # -- engine ------------------------------------------------------------------------------------------------
+    def attach_engine(self, engine: Any) -> None:
+        self.adapter = EngineAdapter(engine, self.ops, self)
+        self.adapter.event.connect(self.log.add_event)
+        self.adapter.communities_changed.connect(self.update_communities)
+        self.adapter.failed.connect(self._failed)
+        self.adapter.progress.connect(lambda cid, d: cid == self.current_id and self.member.on_progress(d))
+        self.log.add("archivist.engineAttached", None, {"engine": type(engine).__name__})
+        self.placeholder.setText("Select a community on the left.")
+        self.adapter.refresh_now()
+
+    def refresh(self) -> None:
+        if self.adapter:
+            self.adapter.refresh_now()
+
+    def update_communities(self, states: list[CommunityState]) -> None:
+        self.communities.update_states(states)
+        if self.current_id:
+            c = next((s for s in states if s.community_id == self.current_id), None)
+            if c is not None:
+                self._show_state(c)
+
+    def show_community(self, community_id: str) -> None:
+        self.current_id = community_id
+        c = self.adapter.community(community_id) if self.adapter else None
+        if c is not None:
+            self._show_state(c)
+            self.history.set_community(c.community_id, c.name)
+
+    def _show_state(self, c: CommunityState) -> None:
+        view = self.control if c.role == Role.CONTROL else self.member
+        view.show_state(c)
+        self.stack.setCurrentWidget(view.parentWidget().parentWidget())
+        self.act_archive.setEnabled(c.role == Role.CONTROL)
+
+    def _command(self, what: str, method: str, *args, on_done=None, **kwargs) -> None:
+        if self.adapter is None:
+            self.statusBar().showMessage(f"{what}: no engine running", 5000)
+            return
+        self.log.add("archivist.command", args[0] if args else None, {"command": method})
+        self.adapter.call(what, method, *args, on_done=on_done, **kwargs)
+
+    def set_support(self, community_id: str, on: bool) -> None:
+        self._command("archive support", "set_archive_support", community_id, on)
+
+    def archive_now(self, community_id: str) -> None:
+        self.control.set_build_status("Building archives…")
+        self.control.archive_btn.setEnabled(False)
+
+        def done(result) -> None:
+            n = len(getattr(result, "new_archive_ids", None) or (result or {}).get("new_archive_ids", [])) \
+                if result is not None else 0
+            self.control.set_build_status(f"Built {n} new archive{'s' if n != 1 else ''}")
+            self.control.archive_btn.setEnabled(True)
+        self._command("archive now", "archive_now", community_id, on_done=done)
+
+    def _archive_now_current(self) -> None:
+        if self.current_id and self.control.isVisible():
+            self.archive_now(self.current_id)
+
+    def set_policy(self, community_id: str, policy, start, end) -> None:
+        self._command("download policy", "set_download_policy", community_id, policy, start=start, end=end)
+
+    def load_history(self, community_id: str, chat, limit: int, offset: int) -> None:
+        self._command("history", "history", community_id, chat=chat, limit=limit, offset=offset,
+                      on_done=lambda rows: self.history.show_page(community_id, offset, list(rows or [])))
+
+    def _failed(self, what: str, text: str) -> None:
+        self.log.add("archivist.error", None, {"what": what, "error": text})
+        self.statusBar().showMessage(f"{what} failed: {text}", 10_000)
+        if what == "archive support":
+            self.control.support.setEnabled(True)
+        if what == "archive now":
+            self.control.set_build_status("Build failed (see Log)")
+            self.control.archive_btn.setEnabled(True)
+        if what == "history":
+            self.history.show_error(text)
+
+    # -- misc actions ------------------------------------------------------------------------------------------
+    def _ops_changed(self, label: str = "", ok: bool = True) -> None:
+        n = len(self.ops._running)
+        self.op_label.setText(f"{n} background task{'s' if n != 1 else ''}" if n else "")
+        if label and not ok:
+            self.log.add("archivist.operationFailed", None, {"operation": label})
+
+    def _open_inspector(self) -> None:
+        self.tabs.setCurrentIndex(TAB_INSPECTOR)
+        self.inspector.choose_folder()
+
+    def _focus_search(self) -> None:
+        w: QWidget = {TAB_HISTORY: self.history.search, TAB_INSPECTOR: self.inspector.search,
+                      TAB_LOG: self.log.search}.get(self.tabs.currentIndex(), self.inspector.source)
+        w.setFocus()
+
+    def open_settings(self) -> None:
+        dlg = SettingsDialog(self.settings, self)
+        if dlg.exec():
+            v = dlg.values()
+            if self.adapter is not None:
+                self._command("global archive support", "set_global_archive_support", v["global_archive_support"])
+
+    def show_shortcuts(self) -> None:
+        lines = [f"{a.text().rstrip('…')}: {a.shortcut().toString()}" for a in self.actions() if not a.shortcut().isEmpty()]
+        QMessageBox.information(self, "Keyboard shortcuts", "\n".join(lines))
+
+    def open_path(self, path: Path | str) -> None:
+        self.tabs.setCurrentIndex(TAB_INSPECTOR)
+        self.inspector.open(path)
+
+    open_folder = open_path   # the placeholder's name, kept for callers
+
+    # -- remembered state ----------------------------------------------------------------------------------
+    def restore_state(self) -> None:
+        s = self.settings
+        geo = s.value("window/geometry")
+        if geo is None or not self.restoreGeometry(geo):
+            self.resize(1200, 760)
+        st = s.value("window/state")
+        if st is not None:
+            self.restoreState(st)
+        sp = s.value("window/splitter")
+        if sp is not None:
+            self.split.restoreState(sp)
+        self.tabs.setCurrentIndex(int(s.value("window/tab", TAB_COMMUNITY)))
+
+    def save_state(self) -> None:
+        s = self.settings
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        s.setValue("window/splitter", self.split.saveState())
+        s.setValue("window/tab", self.tabs.currentIndex())
+        s.sync()
+
+    def closeEvent(self, e: QCloseEvent) -> None:
+        self.save_state()
+        if self.adapter is not None:
+            self.adapter.close()
+        self.ops.shutdown(5000)
+        super().closeEvent(e)

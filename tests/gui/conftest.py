@@ -40,3 +40,24 @@ def ops(qtbot):
     o = Operations()
     yield o
     assert o.shutdown(10_000), "background operations did not finish"
+
+
+@pytest.fixture
+def settings(tmp_path):
+    from PySide6.QtCore import QSettings
+    return QSettings(str(tmp_path / "archivist.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def window(qtbot, settings):
+    """The real main window (no engine attached), closed and its workers joined at the end."""
+    from gui.app import make_app
+    from gui.main_window import MainWindow
+    make_app()
+    w = MainWindow(settings=settings)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.close()
+    assert w.ops.pool.waitForDone(10_000)

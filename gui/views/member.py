@@ -1,0 +1,192 @@
+"""A member's view of one community: archives on offer against those held locally, the download choice (all,
+latest, or a time range, with the bytes each implies), progress with the reason for every wait, cancel/resume."""
+from __future__ import annotations
+
+import datetime as dt
+
+from PySide6.QtCore import QDate, QDateTime, Qt, QTimeZone, Signal
+from PySide6.QtWidgets import (QButtonGroup, QDateEdit, QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
+                               QRadioButton, QVBoxLayout, QWidget)
+
+from core.node.state import ArchiveInfo, CommunityState, DownloadPolicy
+from gui.models import Column, KeyedTableModel, fmt_bytes, fmt_time, short_id
+from gui.views.inspector import make_table
+
+DAY = 86400
+
+
+def selected_archives(archives: list[ArchiveInfo], policy: DownloadPolicy, start: int | None = None,
+                      end: int | None = None) -> list[ArchiveInfo]:
+    """Which archives a policy implies (the engine decides for real; this is the preview shown before choosing)."""
+    if policy == DownloadPolicy.ALL:
+        return list(archives)
+    if policy == DownloadPolicy.LATEST:
+        if not archives:
+            return []
+        last = max(a.end for a in archives)
+        return [a for a in archives if a.end == last]
+    lo = start if start is not None else -(1 << 62)
+    hi = end if end is not None else 1 << 62
+    return [a for a in archives if a.start < hi and a.end > lo]
+
+
+def archive_state(a: ArchiveInfo) -> str:
+    if a.state:
+        return a.state
+    if a.imported:
+        return "imported"
+    if a.local:
+        return "downloaded, waiting to import"
+    return "on offer"
+
+
+def to_ts(d: QDate, end_of_day: bool = False) -> int:
+    t = dt.datetime(d.year(), d.month(), d.day(), tzinfo=dt.timezone.utc)
+    return int(t.timestamp()) + (DAY if end_of_day else 0)
+
+
+def to_qdate(ts: int) -> QDate:
+    return QDateTime.fromSecsSinceEpoch(int(ts), QTimeZone.utc()).date()
+
+
+class MemberView(QWidget):
+    policy_chosen = Signal(str, object, object, object)   # community id, DownloadPolicy, start, end
+    cancel_requested = Signal(str)
+    resume_requested = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state: CommunityState | None = None
+        self.title = QLabel("")
+        self.title.setObjectName("heading")
+        self.banner = QLabel("")
+        self.banner.setObjectName("waiting")
+        self.banner.setWordWrap(True)
+
+        self.model = KeyedTableModel([
+            Column("Archive", lambda a: a.archive_id, lambda a: short_id(a.archive_id, 12), lambda a: a.archive_id),
+            Column("From (UTC)", lambda a: a.start, lambda a: fmt_time(a.start)),
+            Column("To (UTC)", lambda a: a.end, lambda a: fmt_time(a.end)),
+            Column("Size", lambda a: a.size, lambda a: fmt_bytes(a.size), align_right=True),
+            Column("Messages", lambda a: a.messages, align_right=True),
+            Column("Here", lambda a: int(a.local) + int(a.imported),
+                   lambda a: "imported" if a.imported else ("local" if a.local else "on offer only")),
+            Column("State", archive_state, tooltip=archive_state),
+        ], key=lambda a: a.archive_id)
+        self.table, self.proxy = make_table(self.model)
+        self.table.sortByColumn(1, Qt.SortOrder.AscendingOrder)
+        self.counts = QLabel("")
+
+        choice = QGroupBox("What to download")
+        cl = QVBoxLayout(choice)
+        self.all_btn = QRadioButton("All history")
+        self.latest_btn = QRadioButton("Only the latest archive")
+        self.range_btn = QRadioButton("A time range:")
+        self.group = QButtonGroup(self)
+        for i, b in enumerate((self.all_btn, self.latest_btn, self.range_btn)):
+            self.group.addButton(b, i)
+        self.all_btn.setChecked(True)
+        self.date_from, self.date_to = QDateEdit(), QDateEdit()
+        for d in (self.date_from, self.date_to):
+            d.setCalendarPopup(True)
+            d.setDisplayFormat("yyyy-MM-dd")
+            d.setTimeZone(QTimeZone.utc())
+            d.dateChanged.connect(self._preview)
+        self.group.idToggled.connect(lambda *_: self._preview())
+        row = QHBoxLayout()
+        row.addWidget(self.range_btn)
+        row.addWidget(QLabel("from"))
+        row.addWidget(self.date_from)
+        row.addWidget(QLabel("to"))
+        row.addWidget(self.date_to)
+        row.addStretch(1)
+        self.implied = QLabel("")
+        self.implied.setObjectName("implied")
+        self.apply_btn = QPushButton("Download selection")
+        self.apply_btn.setObjectName("applyPolicy")
+        self.apply_btn.clicked.connect(self._apply)
+        arow = QHBoxLayout()
+        arow.addWidget(self.implied, 1)
+        arow.addWidget(self.apply_btn)
+        for w in (self.all_btn, self.latest_btn):
+            cl.addWidget(w)
+        cl.addLayout(row)
+        cl.addLayout(arow)
+
+        self.progress = QProgressBar()
+        self.progress.setFormat("%v of %m archives")
+        self.cancel_btn, self.resume_btn = QPushButton("Cancel download"), QPushButton("Resume")
+        self.cancel_btn.clicked.connect(lambda: self.state and self.cancel_requested.emit(self.state.community_id))
+        self.resume_btn.clicked.connect(lambda: self.state and self.resume_requested.emit(self.state.community_id))
+        prow = QHBoxLayout()
+        prow.addWidget(self.progress, 1)
+        prow.addWidget(self.cancel_btn)
+        prow.addWidget(self.resume_btn)
+
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.title)
+        lay.addWidget(self.banner)
+        lay.addWidget(choice)
+        lay.addWidget(self.table, 1)
+        lay.addWidget(self.counts)
+        lay.addLayout(prow)
+
+    def policy(self) -> tuple[DownloadPolicy, int | None, int | None]:
+        if self.latest_btn.isChecked():
+            return DownloadPolicy.LATEST, None, None
+        if self.range_btn.isChecked():
+            return DownloadPolicy.RANGE, to_ts(self.date_from.date()), to_ts(self.date_to.date(), end_of_day=True)
+        return DownloadPolicy.ALL, None, None
+
+    def set_range(self, start: int, end: int) -> None:
+        """Choose a time range (dates in UTC; `end` is inclusive of its day)."""
+        self.range_btn.setChecked(True)
+        self.date_from.setDate(to_qdate(start))
+        self.date_to.setDate(to_qdate(end - 1))
+        self._preview()
+
+    def _preview(self) -> None:
+        archives = list(self.state.archives) if self.state else []
+        pol, s, e = self.policy()
+        chosen = selected_archives(archives, pol, s, e)
+        need = [a for a in chosen if not a.local]
+        self.implied.setText(f"{len(chosen)} archives, {fmt_bytes(sum(a.size for a in chosen))}"
+                             f" ({fmt_bytes(sum(a.size for a in need))} still to download)")
+
+    def _apply(self) -> None:
+        if self.state:
+            pol, s, e = self.policy()
+            self.policy_chosen.emit(self.state.community_id, pol, s, e)
+
+    def show_state(self, c: CommunityState) -> None:
+        first = self.state is None or self.state.community_id != c.community_id
+        self.state = c
+        self.title.setText(f"{c.name} · member")
+        self.banner.setText(f"Waiting: {c.waiting_reason}" if c.waiting_reason else "")
+        self.banner.setVisible(bool(c.waiting_reason))
+        self.model.replace_all(list(c.archives))
+        local = sum(1 for a in c.archives if a.local)
+        imported = sum(1 for a in c.archives if a.imported)
+        self.counts.setText(f"{len(c.archives)} archives on offer · {local} held locally · {imported} imported")
+        if first and c.archives:
+            lo, hi = min(a.start for a in c.archives), max(a.end for a in c.archives)
+            for d in (self.date_from, self.date_to):
+                d.setDateRange(to_qdate(lo), to_qdate(hi))
+            self.date_from.setDate(to_qdate(lo))
+            self.date_to.setDate(to_qdate(hi - 1))
+            {DownloadPolicy.ALL: self.all_btn, DownloadPolicy.LATEST: self.latest_btn,
+             DownloadPolicy.RANGE: self.range_btn}.get(c.policy, self.all_btn).setChecked(True)
+            if c.policy == DownloadPolicy.RANGE and c.range_start is not None and c.range_end is not None:
+                self.set_range(c.range_start, c.range_end)
+        pol, s, e = (c.policy, c.range_start, c.range_end)
+        wanted = selected_archives(list(c.archives), pol, s, e)
+        self.progress.setMaximum(max(1, len(wanted)))
+        self.progress.setValue(sum(1 for a in wanted if a.imported))
+        self._preview()
+
+    def on_progress(self, data: dict) -> None:
+        total = int(data.get("total") or 0)
+        if total:
+            self.progress.setMaximum(total)
+            self.progress.setValue(int(data.get("done") or 0))
+            self.progress.setFormat(f"{data.get('job', 'progress')}: %v of %m")

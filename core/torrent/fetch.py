@@ -51,6 +51,7 @@ class FetchJob:
         self.last_resume = 0.0
         self.checking = False
         self.resumed = False
+        self.rechecked = False
         self.index_range = range(0)
         self.entries: dict = {}
         self.chosen: list[str] = []
@@ -132,7 +133,7 @@ class FetchJob:
         self._refresh_have()
         if self.resumed and self.service.unclean_previous:
             self.handle.force_recheck()     # the previous run crashed: trust the files, not the resume data
-            self.checking = True
+            self.checking = self.rechecked = True
         if self.service.resume is not None:
             self.handle.save_resume_data(RESUME_FLAGS)
         self._set_state(PRIO_INDEX)
@@ -324,4 +325,5 @@ class FetchJob:
                 "wanted_pieces": len(self.wanted), "have_wanted_pieces": len(self.wanted & self.have),
                 "wanted_bytes": wanted, "done_bytes": self.done_bytes,
                 "progress": (self.done_bytes / wanted) if wanted else 0.0,
-                "downloaded": self.downloaded, "peers": self.peers_connected, "attempts": self.attempts}
+                "downloaded": self.downloaded, "peers": self.peers_connected, "attempts": self.attempts,
+                "resumed": self.resumed, "rechecked": self.rechecked}

@@ -1,0 +1,53 @@
+"""The type-43 archive-link message, read by an independent protobuf decoder (protoc's C++ parser), both with
+our schema and schema-less (--decode_raw, which checks status-go's field numbers without our .proto files)."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.archive.codec import keccak256
+from core.pb import status_protocol_message_pb2 as proto_pb
+from core.status import application_metadata as am
+
+ROOT = Path(__file__).resolve().parents[3]
+MAGNET = ("magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567&dn=0x02aa"
+          "&tr=udp%3A%2F%2Ftracker.opentrackr.org%3A1337%2Fannounce")
+CLOCK = 1_700_000_000_123
+
+pytestmark = pytest.mark.interop
+
+
+def protoc(args: list[str], raw: bytes) -> str:
+    out = subprocess.run([sys.executable, "-m", "grpc_tools.protoc", *args, f"-I{ROOT / 'proto'}"],
+                         input=raw, capture_output=True, check=True, cwd=ROOT, timeout=60)
+    return out.stdout.decode()
+
+
+def test_magnet_message_decoded_by_protoc(community):
+    pm_raw = am.build_archive_link_message(community.private_key, CLOCK, MAGNET, installation_id="archivist-1")
+    app_raw = proto_pb.ProtocolMessage.FromString(pm_raw).public_message
+
+    text = protoc(["--decode=encryption.ProtocolMessage", "status_protocol_message.proto"], pm_raw)
+    assert 'installation_id: "archivist-1"' in text and "public_message:" in text
+
+    text = protoc(["--decode=protobuf.ApplicationMetadataMessage", "status_application_metadata.proto"], app_raw)
+    assert "type: COMMUNITY_MESSAGE_ARCHIVE_MAGNETLINK" in text
+    sig = community.sign(am.parse_application(app_raw).payload)
+    assert "signature: " in text
+
+    raw = protoc(["--decode_raw"], app_raw)            # schema-less: status-go's field numbers
+    assert "3: 43" in raw.splitlines()
+    payload = am.parse_application(app_raw).payload
+    body = protoc(["--decode=protobuf.CommunityMessageArchiveMagnetlink", "communities_archive.proto"], payload)
+    assert f"clock: {CLOCK}" in body and f'magnet_uri: "{MAGNET}"' in body
+    body_raw = protoc(["--decode_raw"], payload).splitlines()
+    assert f"1: {CLOCK}" in body_raw and f'2: "{MAGNET}"' in body_raw
+    # ProtocolMessage field numbers: 2 = installation_id, 102 = public_message
+    pm_fields = protoc(["--decode_raw"], pm_raw).splitlines()
+    assert '2: "archivist-1"' in pm_fields and any(line.startswith("102 {") or line.startswith("102: ")
+                                                    for line in pm_fields)
+    # signature = 65 bytes over keccak256(payload), by the community key, V in {0,1}
+    app = am.parse_application(app_raw)
+    assert app.signature == sig and len(sig) == 65 and sig[64] in (0, 1)
+    assert app.signer == community.public_key

@@ -1,0 +1,186 @@
+import os
+import stat
+
+import pytest
+from Crypto.Cipher import AES
+from hypothesis import given, settings, strategies as st
+
+from core.archive import codec
+from core.archive.codec import ArchiveMessage, IndexEntry, keccak256
+from core.archive.errors import ArchiveError, DecodeError
+from core.pb import status_protocol_message_pb2 as proto_pb
+from core.status import archive_encryption as ae
+from core.status.errors import EncryptionError, KeyMissing, TamperedContent
+from core.status.identity import community_id_bytes
+
+TOPIC = bytes.fromhex("00eb85a7")
+
+
+@pytest.fixture
+def group_key(community):
+    return ae.GroupKey(community_id_bytes(community.community_id), keccak256(b"group key"), 1_700_000_000_000)
+
+
+@pytest.fixture
+def store(group_key):
+    s = ae.GroupKeyStore()
+    s.add(group_key)
+    return s
+
+
+def archive_bytes(n=3):
+    msgs = [ArchiveMessage(b"\x04" + bytes(64), 1577840400 + i, TOPIC, b"payload %d" % i, b"", bytes([i]) * 32)
+            for i in range(n)]
+    return codec.encode_archive(1577836800, 1578355200, [TOPIC], msgs)
+
+
+def test_wrap_unwrap_round_trip_archive_and_index(group_key, store):
+    raw = archive_bytes()
+    enc = ae.wrap(raw, group_key, 1)
+    assert enc != raw and ae.is_encrypted(enc) and not ae.is_encrypted(raw)
+    assert ae.unwrap(enc, store) == raw
+    assert codec.decode_archive(ae.open_archive_bytes(enc, store)).messages[2].payload == b"payload 2"
+    index = codec.encode_index({"0xaa": IndexEntry(1, 2, (TOPIC,), 0, 102400, 100)})
+    enc_index = ae.wrap(index, group_key, 2)
+    assert ae.open_index_bytes(enc_index, store) == index
+    assert ae.open_index_bytes(index, None) == index           # plain passes through without a key
+    assert ae.open_archive_bytes(raw, None) == raw
+
+
+def test_wire_layout_matches_status_go(group_key):
+    """HR header fields and payload = AES-256-GCM(keccak^seq(key)) with tag and nonce appended."""
+    raw = archive_bytes(1)
+    pm = proto_pb.ProtocolMessage.FromString(ae.wrap(raw, group_key, 3))
+    assert list(pm.encrypted_message) == ["none"] and not pm.public_message
+    m = pm.encrypted_message["none"]
+    h = m.HR_header
+    assert h.group_id == group_key.group_id and h.seq_no == 3
+    assert h.key_id == keccak256(group_key.group_id + group_key.timestamp.to_bytes(8, "little") + group_key.key)
+    assert h.deprecated_key_id == group_key.timestamp % 2 ** 32
+    mk = keccak256(keccak256(keccak256(group_key.key)))
+    p = m.payload
+    assert AES.new(mk, AES.MODE_GCM, nonce=p[-12:]).decrypt_and_verify(p[:-28], p[-28:-12]) == raw
+
+
+def test_status_go_style_plain_decode_of_encrypted_archive_fails(group_key):
+    """status-go tries a plain WakuMessageArchive decode first; ours must not pass it by chance."""
+    with pytest.raises(DecodeError):
+        codec.decode_archive(ae.wrap(archive_bytes(), group_key, 1))
+    with pytest.raises(DecodeError):       # index: non-empty with zero entries
+        codec.decode_index(ae.wrap(b"\x0a\x00", group_key, 1))
+
+
+def test_missing_or_wrong_key_is_key_missing(group_key):
+    enc = ae.wrap(archive_bytes(), group_key, 1)
+    for s in (ae.GroupKeyStore(), None):
+        with pytest.raises(KeyMissing) as e:
+            ae.open_archive_bytes(enc, s, archive_id="0x01")
+        assert e.value.code == "key-missing" and e.value.group_id == group_key.group_id
+        assert e.value.key_id == group_key.key_id and e.value.archive_id == "0x01"
+        assert isinstance(e.value, ArchiveError)
+    wrong = ae.GroupKeyStore()
+    wrong.add(ae.GroupKey(group_key.group_id, keccak256(b"wrong"), group_key.timestamp))
+    with pytest.raises(KeyMissing):
+        ae.unwrap(enc, wrong)
+
+
+def test_key_missing_is_terminal_not_retried(group_key, monkeypatch):
+    """One attempt, one KeyMissing: no loop re-deriving keys or retrying decryption."""
+    calls = []
+    real = ae.GroupKeyStore.find
+    monkeypatch.setattr(ae.GroupKeyStore, "find", lambda self, *a: calls.append(a) or real(self, *a))
+    monkeypatch.setattr(ae.GroupKeyStore, "message_key", lambda *a: pytest.fail("must not derive keys"))
+    with pytest.raises(KeyMissing):
+        ae.unwrap(ae.wrap(b"x", group_key, 1), ae.GroupKeyStore())
+    assert len(calls) == 1
+    with pytest.raises(KeyMissing):
+        ae.HashRatchetEncryptor(ae.GroupKeyStore(), group_key.group_id)(b"x")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_fuzz_tampered_bytes_are_rejected(data):
+    from core.status.identity import CommunityIdentity
+    gk = ae.GroupKey(b"\x02" + bytes(32), keccak256(b"fuzz"), 1_700_000_000_000)
+    s = ae.GroupKeyStore()
+    s.add(gk)
+    raw = archive_bytes(2)
+    enc = bytearray(ae.wrap(raw, gk, 1))
+    pos = data.draw(st.integers(0, len(enc) - 1))
+    enc[pos] ^= data.draw(st.integers(1, 255))
+    try:
+        out = ae.unwrap(bytes(enc), s)
+    except (EncryptionError, KeyMissing, TamperedContent):
+        return
+    # a change outside the authenticated payload (e.g. the installation ID) may still decrypt: never to other bytes
+    assert out == raw
+
+
+def test_tampered_ciphertext_gives_tampered(group_key, store):
+    pm = proto_pb.ProtocolMessage.FromString(ae.wrap(archive_bytes(), group_key, 1))
+    p = bytearray(pm.encrypted_message["none"].payload)
+    p[5] ^= 1
+    pm.encrypted_message["none"].payload = bytes(p)
+    with pytest.raises(TamperedContent) as e:
+        ae.unwrap(pm.SerializeToString(), store)
+    assert e.value.code == "tampered"
+
+
+def test_seq_limits(group_key, store):
+    with pytest.raises(EncryptionError):
+        ae.wrap(b"x", group_key, 0)
+    pm = proto_pb.ProtocolMessage.FromString(ae.wrap(b"x", group_key, 1))
+    pm.encrypted_message["none"].HR_header.seq_no = ae.MAX_SEQ_NO + 1
+    with pytest.raises(EncryptionError) as e:
+        ae.unwrap(pm.SerializeToString(), store)
+    assert e.value.code == "seq-too-high"
+
+
+def test_store_persists_with_mode_0600_and_counts_seq(tmp_path, group_key):
+    path = tmp_path / "group-keys.json"
+    s = ae.GroupKeyStore(path)
+    s.add(group_key)
+    enc = ae.HashRatchetEncryptor(s, group_key.group_id)
+    a, b = enc(b"first"), enc(b"second")
+    seqs = [proto_pb.ProtocolMessage.FromString(x).encrypted_message["none"].HR_header.seq_no for x in (a, b)]
+    assert seqs == [1, 2]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    s2 = ae.GroupKeyStore(path)
+    assert ae.unwrap(b, s2) == b"second" and s2.next_seq(group_key) == 3
+    newer = ae.GroupKey(group_key.group_id, keccak256(b"rekey"), group_key.timestamp + 1)
+    s2.add(newer)
+    assert s2.current(group_key.group_id) == newer
+
+
+def test_message_key_cache_matches_plain_ratchet(group_key, store):
+    for n in (5, 2, 9, 9, 100):
+        assert store.message_key(group_key, n) == ae.ratchet_key(group_key.key, n)
+
+
+def test_transform_from_cli(community, group_key):
+    t = ae.transform_from_cli("0x" + group_key.key.hex() + "@" + str(group_key.timestamp), community.community_id)
+    raw = archive_bytes()
+    out1, out2 = t(raw), t(raw)
+    s = ae.GroupKeyStore()
+    s.add(group_key)
+    assert ae.unwrap(out1, s) == raw and ae.unwrap(out2, s) == raw and out1 != out2   # seq 1 then 2
+    again = ae.transform_from_cli(group_key.key.hex() + "@" + str(group_key.timestamp), community.community_id)
+    assert again(raw) == out1                                # reproducible builds
+    assert ae.parse_cli_key(group_key.key.hex(), community.community_id).timestamp == ae.DEFAULT_CLI_KEY_TIMESTAMP
+    for bad in ("zz", "00" * 31, "00" * 32 + "@x", "00" * 32 + "@0"):
+        with pytest.raises(EncryptionError):
+            ae.transform_from_cli(bad, community.community_id)
+    with pytest.raises(EncryptionError):
+        ae.transform_from_cli(group_key.key.hex(), "0x1234")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_fuzz_detection_and_unwrap_of_arbitrary_bytes(blob):
+    s = ae.GroupKeyStore()
+    ae.is_encrypted(blob)
+    try:
+        ae.open_index_bytes(blob, s)
+        ae.open_archive_bytes(blob, s)
+    except EncryptionError:
+        pass

@@ -31,6 +31,23 @@ FINAL = (COMPLETE, ERROR, CANCELLED)
 RESUME_FLAGS = lt.save_resume_flags_t.save_info_dict | lt.save_resume_flags_t.flush_disk_cache
 
 
+def parse_magnet(uri: str, community_id: str | None = None):
+    """(add_torrent_params, infohash, expected community ID) from a magnet link; ValueError if unusable."""
+    if not isinstance(uri, str) or not uri.startswith("magnet:?") or len(uri) > 8192:
+        raise ValueError("not a magnet link")
+    try:
+        atp = lt.parse_magnet_uri(uri)
+    except Exception as e:  # libtorrent raises RuntimeError/system_error on a malformed URI
+        raise ValueError(f"not a magnet link: {e}") from None
+    infohash = str(atp.info_hashes.v1)
+    if not atp.info_hashes.has_v1() or infohash == "0" * 40:
+        raise ValueError("magnet link has no BitTorrent v1 infohash")
+    cid = (community_id or atp.name).lower()
+    if not COMMUNITY_ID.match(cid):
+        raise ValueError(f"magnet name {cid!r} is not a community ID")
+    return atp, infohash, cid
+
+
 class FetchJob:
     def __init__(self, service, magnet: str, data_dir: Path, selection: Selection, *,
                  community_id: str | None = None, peers: tuple = ()):
@@ -76,13 +93,9 @@ class FetchJob:
     # -- alert thread ------------------------------------------------------------------------------------------
     def start(self) -> "FetchJob":
         try:
-            atp = lt.parse_magnet_uri(self.magnet)
-        except Exception as e:  # libtorrent raises on a malformed URI
-            return self._fail("bad-magnet", f"not a magnet link: {e}", remove=False)
-        self.infohash = str(atp.info_hashes.v1)
-        self.community_id = (self.community_id or atp.name).lower()
-        if not COMMUNITY_ID.match(self.community_id):
-            return self._fail("bad-magnet", f"magnet name {self.community_id!r} is not a community ID", remove=False)
+            atp, self.infohash, self.community_id = parse_magnet(self.magnet, self.community_id)
+        except ValueError as e:
+            return self._fail("bad-magnet", str(e), remove=False)
         previous = self.service.jobs.get(self.community_id)
         if previous is not None and previous is not self:
             previous._cancel(f"superseded by {self.infohash}")
@@ -118,7 +131,8 @@ class FetchJob:
             info = fastbencode.bdecode(info_bytes)
             if not isinstance(info, dict):
                 raise InvalidTorrent("info is not a dictionary", code="torrent-undecodable")
-            mi = metainfo_from_info(info, info_bytes, expected_name=self.community_id)
+            mi = metainfo_from_info(info, info_bytes, expected_name=self.community_id,
+                                    max_total=self.service.settings.max_torrent_bytes)
         except InvalidTorrent as e:
             return self._fail(e.code or "torrent-invalid", f"metainfo refused: {e}")
         except Exception as e:  # fastbencode raises assorted errors on junk

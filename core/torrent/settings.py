@@ -25,6 +25,7 @@ class TorrentSettings:
     tick: float = 0.1                    # alert wait; bounds the latency of commands
     upload_rate_limit: int = 0           # bytes/s per torrent, 0 = unlimited
     download_rate_limit: int = 0
+    max_torrent_bytes: int = 1 << 40     # a torrent claiming more is refused (sane sizes)
     disk_margin: int = 16 * 1024 * 1024  # free space kept on top of what a download needs
     extra: dict = field(default_factory=dict)  # raw libtorrent settings_pack overrides
 

@@ -11,6 +11,8 @@ status-go draws it at random; readers cannot tell the difference. A missing key 
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import threading
 from dataclasses import dataclass
@@ -151,7 +153,8 @@ class GroupKeyStore:
 # ---------------------------------------------------------------- wrap / unwrap
 
 def _synthetic_nonce(message_key: bytes, plaintext: bytes) -> bytes:
-    return keccak256(b"archivist-hr-nonce" + message_key + plaintext)[:NONCE_LENGTH]
+    """HMAC-SHA256(message key, plaintext)[:12]: equal nonces only for equal plaintexts under one key."""
+    return hmac.new(message_key, plaintext, hashlib.sha256).digest()[:NONCE_LENGTH]
 
 
 def wrap(plaintext: bytes, key: GroupKey, seq_no: int, *, installation_id: str = ARCHIVE_INSTALLATION_ID,
@@ -162,11 +165,12 @@ def wrap(plaintext: bytes, key: GroupKey, seq_no: int, *, installation_id: str =
     mk = ratchet_key(key.key, seq_no)
     nonce = _synthetic_nonce(mk, plaintext) if nonce is None else nonce
     ct, tag = AES.new(mk, AES.MODE_GCM, nonce=nonce).encrypt_and_digest(plaintext)
+    ct = b"".join((ct, tag, nonce))
     header = proto_pb.HRHeader(deprecated_key_id=key.deprecated_key_id, seq_no=seq_no, group_id=key.group_id,
                                key_id=key.key_id)
     pm = proto_pb.ProtocolMessage(installation_id=installation_id)
     pm.encrypted_message[NO_INSTALLATION_ID].CopyFrom(
-        proto_pb.EncryptedMessageProtocol(HR_header=header, payload=ct + tag + nonce))
+        proto_pb.EncryptedMessageProtocol(HR_header=header, payload=ct))
     return pm.SerializeToString(deterministic=True)
 
 
@@ -198,6 +202,10 @@ def unwrap(data: bytes, store: GroupKeyStore, *, archive_id: str | None = None) 
     if msg is None:
         raise EncryptionError("not a hash-ratchet encrypted ProtocolMessage", code="not-encrypted",
                               archive_id=archive_id)
+    return _decrypt(msg, store, archive_id)
+
+
+def _decrypt(msg: proto_pb.EncryptedMessageProtocol, store: GroupKeyStore, archive_id: str | None) -> bytes:
     h = msg.HR_header
     key = store.find(h.key_id, h.group_id, h.deprecated_key_id)
     if key is None:
@@ -208,14 +216,14 @@ def unwrap(data: bytes, store: GroupKeyStore, *, archive_id: str | None = None) 
         # status-go treats seq_no 0 as a key-exchange message with a plaintext payload; archives never use it
         raise EncryptionError("hash-ratchet seq_no 0 (key exchange) is not an encrypted archive", code="bad-seq",
                               archive_id=archive_id)
-    payload = msg.payload
+    payload = memoryview(msg.payload)
     if len(payload) < NONCE_LENGTH + TAG_LENGTH:
         raise TamperedContent("encrypted payload is too short", archive_id=archive_id)
     mk = store.message_key(key, h.seq_no)
-    nonce, tag, ct = payload[-NONCE_LENGTH:], payload[-NONCE_LENGTH - TAG_LENGTH:-NONCE_LENGTH], \
-        payload[:-NONCE_LENGTH - TAG_LENGTH]
+    cut = len(payload) - NONCE_LENGTH - TAG_LENGTH
     try:
-        return AES.new(mk, AES.MODE_GCM, nonce=nonce).decrypt_and_verify(ct, tag)
+        return AES.new(mk, AES.MODE_GCM, nonce=payload[cut + TAG_LENGTH:]).decrypt_and_verify(
+            payload[:cut], payload[cut:cut + TAG_LENGTH])
     except ValueError:
         raise TamperedContent("encrypted content does not authenticate: its bytes were changed",
                               archive_id=archive_id) from None
@@ -225,9 +233,10 @@ def open_archive_bytes(raw: bytes, store: GroupKeyStore | None, *, archive_id: s
     """Plain archive bytes: decrypt when encrypted (KeyMissing when no store/key), pass through otherwise.
 
     The HR check comes first (status-go tries a plain decode first, which an encrypted blob can pass by chance)."""
-    if is_encrypted(raw):
-        return unwrap(raw, store if store is not None else GroupKeyStore(), archive_id=archive_id)
-    return raw
+    msg = hash_ratchet_message(raw)
+    if msg is None:
+        return raw
+    return _decrypt(msg, store if store is not None else GroupKeyStore(), archive_id)
 
 
 def open_index_bytes(raw: bytes, store: GroupKeyStore | None) -> bytes:

@@ -51,3 +51,16 @@ def test_magnet_message_decoded_by_protoc(community):
     app = am.parse_application(app_raw)
     assert app.signature == sig and len(sig) == 65 and sig[64] in (0, 1)
     assert app.signer == community.public_key
+
+
+def test_encrypted_archive_fails_a_plain_decode_in_protoc_too(community):
+    """status-go decrypts an archive only after a plain WakuMessageArchive decode fails: a second protobuf
+    implementation (protoc, C++) must also fail on our encrypted archives, and read their HR header."""
+    from core.status import archive_encryption as ae
+    from core.status.identity import community_id_bytes
+    gk = ae.GroupKey(community_id_bytes(community.community_id), keccak256(b"gk"), 1_700_000_000_000)
+    enc = ae.wrap(b"\x12\x00" + b"archive bytes" * 10, gk, 4)
+    with pytest.raises(subprocess.CalledProcessError):
+        protoc(["--decode=protobuf.WakuMessageArchive", "communities_archive.proto"], enc)
+    text = protoc(["--decode=encryption.ProtocolMessage", "status_protocol_message.proto"], enc)
+    assert 'key: "none"' in text and "seq_no: 4" in text and "HR_header {" in text

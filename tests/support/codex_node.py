@@ -44,13 +44,16 @@ class CodexTestNode:
         self.network_give_up = network_give_up
         self.stall_after: int | None = None
         self.truncate_after: int | None = None
+        self.fault_cids: set[str] | None = None  # stall/truncate only these CIDs (None: all)
         self.peers: list[CodexTestNode] = []
-        self.requests: list[tuple[str, str, dict]] = []  # (method, path, headers) for assertions
+        self.requests: list[tuple[str, str, dict]] = []
+        self.server_errors: list[BaseException] = []  # unexpected handler exceptions  # (method, path, headers) for assertions
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._conns: set[socket.socket] = set()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._port = 0
         self.peer_id = "16Uiu2HAm" + self.root.name[-20:].ljust(20, "x")
 
     # ---- lifecycle --------------------------------------------------------------------------------------------
@@ -61,17 +64,20 @@ class CodexTestNode:
             pass
         Handler.node = node
         self._stopping.clear()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._server.node = self
         self._server.daemon_threads = False
         self._server.block_on_close = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="codex-test-node", daemon=True)
+        self._port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="codex-test-node",
+                                        daemon=True)
         self._thread.start()
         return self
 
     @property
     def port(self) -> int:
-        assert self._server is not None
-        return self._server.server_address[1]
+        """The port it listened on (kept after stop(), so peers then meet a refused connection)."""
+        return self._port
 
     @property
     def url(self) -> str:
@@ -202,6 +208,17 @@ class QuotaError(Exception):
     pass
 
 
+class _Server(ThreadingHTTPServer):
+    node: CodexTestNode
+
+    def handle_error(self, request, client_address):
+        """A client that hangs up (timeouts, stop()) is normal here; anything else is kept for the test to see."""
+        import sys
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, (ConnectionError, OSError)):
+            self.node.server_errors.append(exc)
+
+
 def _peer_get(peer: CodexTestNode, path: str) -> bytes:
     conn = http.client.HTTPConnection("127.0.0.1", peer.port, timeout=10)
     try:
@@ -330,14 +347,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._json({cid: node._load(cid) is not None})
             if sub == "":
                 data = node.read(cid)
-                return self._not_found() if data is None else self._stream(data)
+                return self._not_found() if data is None else self._stream(data, cid)
             if sub == "/network/manifest":
                 ds = node._load(cid) or node.fetch_from_peers(cid)
                 return self._not_found() if ds is None else self._json({"cid": cid, "manifest": ds["json"]})
             if sub == "/network/stream":
                 ds = node.wait_for_network(cid)
                 data = node.read(cid) if ds is not None else None
-                return self._not_found() if data is None else self._stream(data)
+                return self._not_found() if data is None else self._stream(data, cid)
             return self._send(404, b"Not found")
         if kind == "/space":
             used, blocks = node.used_bytes()
@@ -353,19 +370,20 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, b"spr:test")
         self._send(404, b"Not found")
 
-    def _stream(self, data: bytes) -> None:
+    def _stream(self, data: bytes, cid: str) -> None:
         node = self.node
+        faulty = node.fault_cids is None or cid in node.fault_cids
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        if node.truncate_after is not None:
+        if faulty and node.truncate_after is not None:
             self.wfile.write(data[:node.truncate_after])
             self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
-        if node.stall_after is not None:
+        if faulty and node.stall_after is not None:
             self.wfile.write(data[:node.stall_after])
             self.wfile.flush()
             node._stopping.wait(node.network_give_up)
@@ -412,3 +430,5 @@ class NodeFactory:
     def close(self) -> None:
         for n in self.nodes:
             n.stop()
+        errors = [e for n in self.nodes for e in n.server_errors]
+        assert not errors, f"test node handler errors: {errors!r}"

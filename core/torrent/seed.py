@@ -60,6 +60,10 @@ class SeededTorrent:
         self._set_state(IDLE)
         return self
 
+    def connect_peer(self, host: str, port: int) -> None:
+        """Reach out to a peer (a member behind NAT that cannot reach us, or a test's client)."""
+        self.service.call(lambda: self.handle.connect_peer((host, int(port)))).result(10)
+
     def stop(self) -> None:
         """Alert thread."""
         self.service.remove_torrent(self.handle, self)

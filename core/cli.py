@@ -16,6 +16,7 @@ from core import __version__
 COMMAND_MODULES = [
     "core.archive.cli",
     "core.torrent.cli",
+    "core.status.cli",
     "core.appcli",
 ]
 

@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "core.archive.cli",
     "core.torrent.cli",
     "core.status.cli",
+    "core.codex.cli",
     "core.appcli",
 ]
 

@@ -17,12 +17,14 @@ ERROR_COLOR, WARN_COLOR = QColor("#c0392b"), QColor("#b9770e")
 
 
 def make_table(model, *, search: QLineEdit | None = None) -> tuple[QTableView, QSortFilterProxyModel]:
-    proxy = QSortFilterProxyModel()
+    view = QTableView()
+    proxy = QSortFilterProxyModel(view)      # Qt owns it: it dies with its view, never before
     proxy.setSourceModel(model)
     proxy.setSortRole(SORT_ROLE)
     proxy.setFilterKeyColumn(-1)
     proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-    view = QTableView()
+    if model.parent() is None:
+        model.setParent(view)
     view.setModel(proxy)
     view.setSortingEnabled(True)
     view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)

@@ -75,17 +75,28 @@ def test_second_publish_appends_and_keeps_old_ids(tmp_path, store, codex_nodes, 
     assert again.new_archive_ids == [] and again.index_cid == second.index_cid
 
 
-def test_encrypted_transform_round_trips(tmp_path, store, codex_nodes, clients):
+def test_encrypted_community_hash_ratchet(tmp_path, store, codex_nodes, clients):
+    """Archives and index wrapped with status-go's hash ratchet (core.status): unreadable without the key."""
+    from core.status.archive_encryption import GroupKey, GroupKeyStore, HashRatchetEncryptor, open_archive_bytes
+    from core.status.identity import community_id_bytes
     synth, topics = store
     node = codex_nodes("owner")
-    key = 0x5A
-    enc = lambda raw: bytes(b ^ key for b in raw)  # stand-in for the hash-ratchet wrapper (issue 3)  # noqa: E731
-    owner = CodexOwner(clients(node.url), tmp_path / "owner", synth.community_id, transform=enc)
+    gid = community_id_bytes(synth.community_id)
+    owner_keys = GroupKeyStore()
+    owner_keys.add(GroupKey(gid, bytes(range(32)), 1_700_000_000_000))
+    owner = CodexOwner(clients(node.url), tmp_path / "owner", synth.community_id,
+                       transform=HashRatchetEncryptor(owner_keys, gid))
     pub = owner.publish(synth.path, topics, end=synth.end + 1)
-    plain = CodexMember(clients(node.url), network=False)
+    raw_index = clients(node.url).download(pub.index_cid)
+    assert synth.topics[0][2:].encode() not in raw_index
+    nokey = CodexMember(clients(node.url), network=False, untransform=lambda b: open_archive_bytes(b, GroupKeyStore()))
     with pytest.raises(Exception) as ei:
-        plain.fetch_index(pub.index_cid)
-    assert getattr(ei.value, "code", "") == "codex-verify-failed"
-    member = CodexMember(clients(node.url), network=False, untransform=enc)
+        nokey.fetch_index(pub.index_cid)
+    assert getattr(ei.value, "code", "") == "codex-verify-failed" and "key" in str(ei.value).lower()
+    member_keys = GroupKeyStore()
+    member_keys.add(GroupKey(gid, bytes(range(32)), 1_700_000_000_000))
+    member = CodexMember(clients(node.url), network=False,
+                         untransform=lambda b: open_archive_bytes(b, member_keys))
     res = member.sync(pub.index_cid, selection=Selection("all"))
     assert res.ok and len(res.messages()) == 800
+    assert res.messages() == source_messages(synth.path, topics, synth.start, synth.end + 1)

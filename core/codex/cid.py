@@ -169,4 +169,14 @@ def block_cid(block: bytes) -> Cid:
 def tree_cid(data: bytes, block_size: int = BLOCK_SIZE) -> Cid:
     if not data:
         raise ValueError("empty data has no tree (a Codex node answers 500 to an empty upload)")
-    return Cid(ROOT_CODEC, merkle_root(hashlib.sha256(b).digest() for b in split_blocks(data, block_size)))
+    return Cid(ROOT_CODEC, merkle_root(block_digests(data, block_size)))
+
+
+def block_digests(data: bytes, block_size: int = BLOCK_SIZE) -> list[bytes]:
+    """sha256 of each (zero-padded) block, without copying the whole blocks."""
+    view = memoryview(data)
+    out = [hashlib.sha256(view[i:i + block_size]).digest() for i in range(0, len(data) - block_size + 1, block_size)]
+    tail = len(data) % block_size
+    if tail:
+        out.append(hashlib.sha256(bytes(view[len(data) - tail:]) + bytes(block_size - tail)).digest())
+    return out

@@ -1,0 +1,145 @@
+"""The member's history database: application messages imported from archives, plus status-go's archive tables.
+
+`history_messages` holds one row per archived WakuMessage (keyed by community and Waku hash): the Waku-level facts
+(timestamp in seconds, topic, sender key, raw payload) and, when the payload could be unwrapped
+(ProtocolMessage -> ApplicationMetadataMessage -> ChatMessage), the application-level ones (chat ID, clock,
+message ID, type, text). The wrapped WakuMessage itself is not kept (WIRE-FORMAT.md section 5).
+
+`community_message_archive_hashes` and `communities_archive_info` keep status-go's names and columns.
+
+`replace_range` is the spec's canonical-history rule: all of a community's messages with from <= timestamp < to
+are replaced by the archive's messages, in ONE transaction, so an interruption leaves the old range or the new one.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS history_messages (
+  community_id TEXT NOT NULL,
+  hash BLOB NOT NULL,            -- 32-byte Waku message hash (archive's WakuMessage.hash)
+  timestamp INTEGER NOT NULL,    -- Waku timestamp, seconds: what archive windows [from, to) cover
+  topic BLOB NOT NULL,           -- 4-byte Status topic
+  sender BLOB,                   -- WakuMessage.sig: the signer's public key
+  chat_id TEXT,                  -- unwrapped ChatMessage.chat_id, if any
+  clock INTEGER,                 -- unwrapped ChatMessage.clock (Lamport clock), if any
+  message_id TEXT,               -- application message ID, if known
+  message_type INTEGER,          -- ApplicationMetadataMessage.type, if known
+  text TEXT,                     -- ChatMessage.text, if any
+  raw_payload BLOB NOT NULL,     -- the WakuMessage payload as archived (ProtocolMessage bytes)
+  archive_id TEXT,               -- the archive it came from
+  PRIMARY KEY (community_id, hash)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS history_messages_range ON history_messages (community_id, timestamp);
+CREATE INDEX IF NOT EXISTS history_messages_chat ON history_messages (chat_id, clock);
+
+CREATE TABLE IF NOT EXISTS community_message_archive_hashes (
+  community_id TEXT NOT NULL,
+  hash TEXT PRIMARY KEY,
+  imported BOOL DEFAULT FALSE
+);
+CREATE TABLE IF NOT EXISTS communities_archive_info (
+  community_id TEXT PRIMARY KEY ON CONFLICT REPLACE,
+  magnetlink_clock INT NOT NULL DEFAULT 0,
+  last_message_archive_end_date INT NOT NULL DEFAULT 0,
+  last_magnetlink_uri TEXT
+);
+"""
+
+COLUMNS = ("community_id", "hash", "timestamp", "topic", "sender", "chat_id", "clock", "message_id",
+           "message_type", "text", "raw_payload", "archive_id")
+_INSERT = (f"INSERT OR REPLACE INTO history_messages ({', '.join(COLUMNS)}) "
+           f"VALUES ({', '.join('?' * len(COLUMNS))})")
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRow:
+    community_id: str
+    hash: bytes
+    timestamp: int
+    topic: bytes
+    sender: bytes | None
+    chat_id: str | None
+    clock: int | None
+    message_id: str | None
+    message_type: int | None
+    text: str | None
+    raw_payload: bytes
+    archive_id: str | None
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    con = sqlite3.connect(str(path), isolation_level=None)  # explicit BEGIN/COMMIT below
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    con.executescript(SCHEMA)
+    return con
+
+
+def replace_range(con: sqlite3.Connection, community_id: str, start: int, end: int,
+                  rows: Iterable[Sequence], archive_ids: Sequence[str] = (), *, delete: bool = True) -> int:
+    """In one transaction: delete the community's messages in [start, end) (unless `delete` is False), insert
+    `rows` (tuples in COLUMNS order), and mark `archive_ids` imported. Returns rows inserted."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if delete:
+            con.execute("DELETE FROM history_messages WHERE community_id = ? AND timestamp >= ? AND timestamp < ?",
+                        (community_id, start, end))
+        before = con.total_changes
+        con.executemany(_INSERT, rows)
+        inserted = con.total_changes - before
+        con.executemany("INSERT OR REPLACE INTO community_message_archive_hashes (community_id, hash, imported) "
+                        "VALUES (?, ?, 1)", [(community_id, a) for a in archive_ids])
+        con.execute(
+            "INSERT INTO communities_archive_info (community_id, last_message_archive_end_date) VALUES (?, ?) "
+            "ON CONFLICT(community_id) DO UPDATE SET last_message_archive_end_date = "
+            "MAX(last_message_archive_end_date, excluded.last_message_archive_end_date)",
+            (community_id, end))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return inserted
+
+
+def bulk_insert(con: sqlite3.Connection, rows: Iterable[Sequence]) -> int:
+    """Plain insert of rows in one transaction (the benchmark's reference)."""
+    con.execute("BEGIN")
+    before = con.total_changes
+    con.executemany(_INSERT, rows)
+    con.execute("COMMIT")
+    return con.total_changes - before
+
+
+def imported_archive_ids(con: sqlite3.Connection, community_id: str) -> set[str]:
+    return {r[0] for r in con.execute(
+        "SELECT hash FROM community_message_archive_hashes WHERE community_id = ? AND imported", (community_id,))}
+
+
+def set_archive_hashes(con: sqlite3.Connection, community_id: str, archive_ids: Iterable[str]) -> None:
+    """Record archive IDs seen in an index (not yet imported), keeping the imported flag of known ones."""
+    con.executemany("INSERT OR IGNORE INTO community_message_archive_hashes (community_id, hash, imported) "
+                    "VALUES (?, ?, 0)", [(community_id, a) for a in archive_ids])
+
+
+def set_magnetlink(con: sqlite3.Connection, community_id: str, clock: int, uri: str) -> None:
+    con.execute("INSERT INTO communities_archive_info (community_id, magnetlink_clock, last_magnetlink_uri) "
+                "VALUES (?, ?, ?) ON CONFLICT(community_id) DO UPDATE SET magnetlink_clock = excluded.magnetlink_clock,"
+                " last_magnetlink_uri = excluded.last_magnetlink_uri", (community_id, clock, uri))
+
+
+def archive_info(con: sqlite3.Connection, community_id: str) -> dict | None:
+    row = con.execute("SELECT magnetlink_clock, last_message_archive_end_date, last_magnetlink_uri "
+                      "FROM communities_archive_info WHERE community_id = ?", (community_id,)).fetchone()
+    if row is None:
+        return None
+    return {"magnetlink_clock": row[0], "last_message_archive_end_date": row[1], "last_magnetlink_uri": row[2]}
+
+
+def messages(con: sqlite3.Connection, community_id: str) -> list[tuple]:
+    """All of a community's rows in (timestamp, hash) order (tests and inspection)."""
+    return con.execute(f"SELECT {', '.join(COLUMNS)} FROM history_messages WHERE community_id = ? "
+                       f"ORDER BY timestamp, hash", (community_id,)).fetchall()

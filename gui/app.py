@@ -63,31 +63,55 @@ def start_in_background(window, fn: Callable[[], Any], on_done: Callable[[Any], 
 
 def run_demo(headless: bool = False) -> int:
     if headless or not has_display():
+        from gui.demo import run_headless
         with tempfile.TemporaryDirectory(prefix="archivist-demo-") as tmp:
-            folder = _demo_folder(Path(tmp))
-            from core.archive.inspect import inspect_path
-            from core.archive.verify import verify_folder
-            ins = inspect_path(str(folder))
-            for r in ins.rows:
-                print(f"  archive {r.archive_id[:18]}..  {r.messages} messages  {r.size} bytes")
-            rep = verify_folder(folder)
-            print(f"demo: verify {'OK' if rep.ok else 'FAILED'} ({rep.archives} archives, {rep.messages} messages)")
-            return 0 if rep.ok else 1
+            return run_headless(Path(tmp))
     return run_gui(demo=True)
 
 
+def start_demo(owner, member, root: Path):
+    """Owner and member windows are on screen; now start both nodes (slow) on a worker thread."""
+    from gui.demo import DemoNodes
+    nodes = DemoNodes(root, log=lambda s: owner.log.add("archivist.demo", None, {"step": s}))
+
+    def work():
+        nodes.start()
+        nodes.add_owner()
+        nodes.add_member()
+        nodes.run_engines()
+        return nodes
+
+    def attach(n) -> None:
+        owner.attach_engine(n.control)
+        member.attach_engine(n.member, history=n.history_of)
+        member.tabs.setCurrentIndex(0)
+        owner.tabs.setCurrentIndex(0)
+    start_in_background(owner, work, attach, "demo nodes")
+    return nodes
+
+
 def run_gui(demo: bool = False, folder: Path | None = None, engine: Any = None) -> int:
+    from PySide6.QtCore import QSettings
+    from gui.main_window import MainWindow
     app = make_app()
-    w = create_window(engine=engine, folder=folder)
+    w = create_window(engine=engine, folder=folder) if not demo else MainWindow(
+        settings=QSettings("Archivist", "ArchivistDemoOwner"))
     w.show()
     print(f"archivist: window visible after {time.perf_counter() - T0:.2f} s", file=sys.stderr)
-    tmp = None
+    nodes = tmp = None
     if demo:
+        w.setWindowTitle("Archivist — owner (demo)")
+        m = MainWindow(settings=QSettings("Archivist", "ArchivistDemoMember"))
+        m.setWindowTitle("Archivist — member (demo)")
+        m.show()
+        m.move(w.x() + 60, w.y() + 60)
         tmp = tempfile.TemporaryDirectory(prefix="archivist-demo-")
-        start_in_background(w, lambda: _demo_folder(Path(tmp.name), log=lambda s: None),
-                            on_done=w.open_path, label="demo community")
+        nodes = start_demo(w, m, Path(tmp.name))
+        app.aboutToQuit.connect(lambda: (m.close(), w.close()))
     try:
         return app.exec()
     finally:
+        if nodes is not None:
+            nodes.stop()
         if tmp is not None:
             tmp.cleanup()

@@ -43,6 +43,7 @@ class MainWindow(QMainWindow):
         self.settings = settings or QSettings("Archivist", "Archivist")
         self.ops = ops or Operations(self)
         self.adapter: EngineAdapter | None = None
+        self.history_source = None
         self.current_id: str | None = None
 
         self.communities = CommunitiesView()
@@ -127,15 +128,24 @@ class MainWindow(QMainWindow):
         self.ops.finished.connect(lambda _i, label, ok: self._ops_changed(label, ok))
 
     # -- engine ------------------------------------------------------------------------------------------------
-    def attach_engine(self, engine: Any) -> None:
+    def attach_engine(self, engine: Any, history: Any = None) -> None:
+        """Show `engine`'s communities. `history(cid, chat, limit, offset) -> [dict]` serves the History view
+        when the engine has no history() command of its own."""
+        self.history_source = history
         self.adapter = EngineAdapter(engine, self.ops, self)
         self.adapter.event.connect(self.log.add_event)
+        self.adapter.event.connect(self._on_event)
         self.adapter.communities_changed.connect(self.update_communities)
         self.adapter.failed.connect(self._failed)
         self.adapter.progress.connect(lambda cid, d: cid == self.current_id and self.member.on_progress(d))
         self.log.add("archivist.engineAttached", None, {"engine": type(engine).__name__})
         self.placeholder.setText("Select a community on the left.")
         self.adapter.refresh_now()
+
+    def _on_event(self, e) -> None:
+        from core.node import events as E
+        if e.name == E.DOWNLOADING_HISTORY_ARCHIVES_FINISHED and e.community_id == self.history.community_id:
+            self.history.reload()
 
     def refresh(self) -> None:
         if self.adapter:
@@ -190,8 +200,15 @@ class MainWindow(QMainWindow):
         self._command("download policy", "set_download_policy", community_id, policy, start=start, end=end)
 
     def load_history(self, community_id: str, chat, limit: int, offset: int) -> None:
-        self._command("history", "history", community_id, chat=chat, limit=limit, offset=offset,
-                      on_done=lambda rows: self.history.show_page(community_id, offset, list(rows or [])))
+        show = lambda rows: self.history.show_page(community_id, offset, list(rows or []))  # noqa: E731
+        if self.adapter is not None and hasattr(self.adapter.engine, "history"):
+            self._command("history", "history", community_id, chat=chat, limit=limit, offset=offset, on_done=show)
+        elif self.history_source is not None:   # the member's history database, read on a worker thread
+            src = self.history_source
+            self.ops.run(lambda ctx: src(community_id, chat, limit, offset), on_done=show,
+                         on_error=lambda e: self.history.show_error(str(e)), key="history", label="history")
+        else:
+            self.history.show_error("no engine running")
 
     def _failed(self, what: str, text: str) -> None:
         self.log.add("archivist.error", None, {"what": what, "error": text})

@@ -90,12 +90,14 @@ class GroupKeyStore:
         self._chain: dict[tuple[bytes, int], bytes] = {}
         if self.path is not None and self.path.exists():
             try:
-                doc = json.loads(self.path.read_text())
+                doc = json.loads(self.path.read_bytes())
+                if not isinstance(doc, dict):
+                    raise ValueError("not a JSON object")
                 for d in doc.get("keys", []):
                     k = GroupKey.from_json(d)
                     self._keys[k.key_id] = k
                 self._seq = {bytes.fromhex(h): int(n) for h, n in doc.get("seq", {}).items()}
-            except (ValueError, KeyError, TypeError) as e:
+            except (ValueError, KeyError, TypeError, AttributeError, OverflowError, EncryptionError) as e:
                 raise EncryptionError(f"group key store {self.path} is malformed: {e}", code="bad-key-store") from None
 
     def _save(self) -> None:

@@ -170,6 +170,8 @@ class CommunityIdentity:
         try:
             if "encryption" in doc:
                 enc = doc["encryption"]
+                if not isinstance(enc, dict):
+                    raise KeyFileError("key file 'encryption' is not an object")
                 if enc.get("kdf") != "scrypt" or enc.get("cipher") != "aes-256-gcm":
                     raise KeyFileError("unsupported key file encryption")
                 if passphrase is None:
@@ -186,12 +188,12 @@ class CommunityIdentity:
                     raise KeyFileError("wrong passphrase (or the key file was changed)", code="passphrase") from None
             else:
                 secret = bytes.fromhex(doc["private_key"])
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
             if isinstance(e, KeyFileError):
                 raise
             raise KeyFileError(f"key file is malformed: {e}") from None
         ident = cls.from_secret(secret)
-        if doc.get("community_id") and doc["community_id"].lower() != ident.community_id:
+        if doc.get("community_id") and str(doc["community_id"]).lower() != ident.community_id:
             raise KeyFileError("key file's community_id does not match its key")
         return ident
 
@@ -204,8 +206,8 @@ class CommunityIdentity:
     def load(cls, path: Path | str, passphrase: str | None = None) -> "CommunityIdentity":
         path = Path(path)
         try:
-            doc = json.loads(path.read_text())
-        except json.JSONDecodeError as e:
+            doc = json.loads(path.read_bytes())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise KeyFileError(f"{path}: not JSON: {e}") from None
         return cls.from_file_json(doc, passphrase)
 

@@ -184,3 +184,14 @@ def test_fuzz_detection_and_unwrap_of_arbitrary_bytes(blob):
         ae.open_archive_bytes(blob, s)
     except EncryptionError:
         pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=200))
+def test_fuzz_group_key_store_file(tmp_path_factory, blob):
+    path = tmp_path_factory.mktemp("s") / "keys.json"
+    path.write_bytes(blob)
+    try:
+        ae.GroupKeyStore(path)
+    except EncryptionError:
+        pass

@@ -3,6 +3,7 @@ import os
 import stat
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from coincurve import PrivateKey
 
 from core.archive.codec import keccak256
@@ -85,3 +86,31 @@ def test_passphrase_key_file(tmp_path, community):
 def test_malformed_key_files(doc):
     with pytest.raises(KeyFileError):
         CommunityIdentity.from_file_json(doc, "p")
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=12), c, max_size=4),
+                     max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(_json, st.fixed_dictionaries({"type": st.just("archivist-community-key"), "version": st.just(1)},
+                                              optional={"private_key": st.text(max_size=70),
+                                                        "community_id": st.text(max_size=70),
+                                                        "encryption": _json})))
+def test_fuzz_key_file_json(doc):
+    try:
+        CommunityIdentity.from_file_json(doc, "p")
+    except KeyFileError:
+        pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=200))
+def test_fuzz_key_file_bytes(tmp_path_factory, blob):
+    path = tmp_path_factory.mktemp("k") / "key.json"
+    path.write_bytes(blob)
+    try:
+        CommunityIdentity.load(path)
+    except KeyFileError:
+        pass

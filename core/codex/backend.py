@@ -314,6 +314,26 @@ def verify_archive_blob(aid: str, entry: cindex.CodexIndexEntry, raw: bytes,
         raise CodexVerifyError(f"archive {aid} ({entry.cid}): {e}", cid=entry.cid) from None
 
 
+# ---- the link ----------------------------------------------------------------------------------------------------
+
+def link_kind(link: str) -> str | None:
+    """"magnet" or "codex" (a bare manifest CID): how readers tell the two backends apart; None if neither."""
+    link = link.strip()
+    if link.startswith("magnet:?"):
+        return "magnet"
+    from core.codex.cid import is_cid
+    return "codex" if is_cid(link) else None
+
+
+def announcement(community_key, index_cid: str, clock_ms: int) -> bytes:
+    """The type-43 ProtocolMessage (signed with the community key) carrying the index CID as archive_link;
+    the engine puts it into the payload-v1 envelope on the community's link channel(s)."""
+    from core.status.application_metadata import build_archive_link_message
+    if link_kind(index_cid) != "codex":
+        raise ValueError(f"{index_cid!r} is not a Codex index CID")
+    return build_archive_link_message(community_key, clock_ms, index_cid)
+
+
 def describe_failure(err: Exception) -> str:
     """One sentence for the user about a failed Codex step."""
     if isinstance(err, CodexNotFound):

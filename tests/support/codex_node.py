@@ -46,8 +46,9 @@ class CodexTestNode:
         self.truncate_after: int | None = None
         self.fault_cids: set[str] | None = None  # stall/truncate only these CIDs (None: all)
         self.peers: list[CodexTestNode] = []
-        self.requests: list[tuple[str, str, dict]] = []
-        self.server_errors: list[BaseException] = []  # unexpected handler exceptions  # (method, path, headers) for assertions
+        self.requests: list[tuple[str, str, dict]] = []  # (method, path, headers) for assertions
+        self.server_errors: list[BaseException] = []     # unexpected handler exceptions
+        self._seen = threading.Condition()
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._conns: set[socket.socket] = set()
@@ -99,6 +100,16 @@ class CodexTestNode:
         self._server.server_close()
         self._thread.join(timeout=10)
         self._server = self._thread = None
+
+    def record(self, method: str, path: str, headers: dict) -> None:
+        with self._seen:
+            self.requests.append((method, path, headers))
+            self._seen.notify_all()
+
+    def wait_for_request(self, suffix: str, timeout: float = 10.0) -> bool:
+        """Block until a request whose path ends with `suffix` has arrived (no polling)."""
+        with self._seen:
+            return self._seen.wait_for(lambda: any(p.endswith(suffix) for _, p, _ in self.requests), timeout)
 
     def add_peer(self, other: "CodexTestNode") -> None:
         self.peers.append(other)
@@ -302,7 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
     def do_POST(self):
-        self.node.requests.append(("POST", self.path, dict(self.headers)))
+        self.node.record("POST", self.path, dict(self.headers))
         r = self._route()
         if r is None:
             return self._send(404, b"Not found")
@@ -334,7 +345,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, cid.encode())
 
     def do_GET(self):
-        self.node.requests.append(("GET", self.path, dict(self.headers)))
+        self.node.record("GET", self.path, dict(self.headers))
         r = self._route()
         if r is None:
             return self._send(404, b"Not found")
@@ -393,7 +404,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data[i:i + BLOCK_SIZE])
 
     def do_DELETE(self):
-        self.node.requests.append(("DELETE", self.path, dict(self.headers)))
+        self.node.record("DELETE", self.path, dict(self.headers))
         r = self._route()
         if r is None or r[0] != "data" or r[2] != "":
             return self._send(404, b"Not found")

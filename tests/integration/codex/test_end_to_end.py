@@ -1,9 +1,10 @@
 """Owner and member on two loopback Codex test nodes: publish from generated data, fetch latest, then a range."""
 import pytest
 
-from core.codex.backend import CodexMember, CodexOwner
+from core.codex.backend import CodexMember, CodexOwner, announcement, link_kind
+from core.status.application_metadata import parse_archive_link_message
 from core.storage import waku_messages
-from core.synth import synthesize
+from core.synth import community_key, synthesize
 from core.torrent.selection import Selection
 from tests.support.codex_node import FakeClock
 
@@ -37,8 +38,13 @@ def test_owner_publishes_member_fetches_latest_then_range(tmp_path, store, codex
     oc = clients(owner_node.url)
     assert all(oc.exists(r["cid"]) for r in pub.archives) and oc.exists(pub.index_cid)
 
+    # announce: type-43 message signed with the community key; the member checks the signer and the link kind
+    wire = announcement(community_key(7), pub.index_cid, clock_ms=int(clock() * 1000))
+    msg = parse_archive_link_message(wire, synth.community_id)
+    assert msg.link == pub.index_cid and link_kind(msg.link) == "codex" and not msg.is_magnet
+
     member = CodexMember(clients(member_node.url, read_timeout=10))
-    latest = member.sync(pub.index_cid, selection=Selection("latest"))
+    latest = member.sync(msg.link, selection=Selection("latest"))
     assert latest.ok and len(latest.chosen) == 1 and latest.index_archives == 5
     (aid,) = latest.chosen
     last = max(pub.archives, key=lambda r: r["to"])

@@ -20,8 +20,8 @@ def published(tmp_path, node, clients, n=3, **owner_kw):
     from core.archive.codec import ArchiveMessage, encode_archive
     for i in range(n):
         lo, hi = 1_700_000_000 + i * 604800, 1_700_000_000 + (i + 1) * 604800
-        msgs = [ArchiveMessage(b"\x04" * 65, lo + k, b"\x01\x02\x03\x04", bytes([k]) * (100 + k), b"", bytes([i, k]) * 16)
-                for k in range(20)]
+        msgs = [ArchiveMessage(b"\x04" * 65, lo + k, b"\x01\x02\x03\x04", bytes([k]) * (100 + k), b"",
+                               bytes([i, k]) * 16) for k in range(20)]
         archives.append((lo, hi, [b"\x01\x02\x03\x04"], encode_archive(lo, hi, [b"\x01\x02\x03\x04"], msgs)))
     return owner, owner.publish_archives(archives, 20 * n)
 
@@ -141,12 +141,8 @@ def test_node_stopped_during_a_hanging_download(codex_nodes, clients):
             errors.append(e)
     t = threading.Thread(target=run)
     t.start()
-    started.wait(5)
-    # wait until the request reached the node, then make the node disappear
-    for _ in range(500):
-        if any(p.endswith("/network/stream") for _, p, _ in node.requests):
-            break
-        threading.Event().wait(0.01)
+    assert started.wait(5)
+    assert node.wait_for_request("/network/stream")   # the request reached the node: now it disappears
     node.stop()
     t.join(10)
     assert not t.is_alive() and errors

@@ -33,7 +33,8 @@ def test_cid_and_transfer_throughput(codex_nodes, clients):
     assert up == cid and down == data and ref
     mb = SIZE / 1e6
     print(f"\n[codex] {mb:.0f} MB: CID {mb / t_cid:.0f} MB/s vs plain sha256 {mb / t_ref:.0f} MB/s "
-          f"(ratio {t_cid / t_ref:.2f}); loopback test node upload {mb / t_up:.0f} MB/s, download {mb / t_down:.0f} MB/s")
+          f"(ratio {t_cid / t_ref:.2f}); loopback test node upload {mb / t_up:.0f} MB/s, "
+          f"download {mb / t_down:.0f} MB/s")
 
 
 def test_latest_only_bytes_fetched(tmp_path, codex_nodes, clients):

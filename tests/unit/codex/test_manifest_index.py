@@ -3,7 +3,7 @@ import pytest
 from core.archive.codec import keccak256
 from core.codex import index as cindex
 from core.codex.cid import tree_cid
-from core.codex.manifest import (LAYOUT_2025, LAYOUT_2026, Manifest, ManifestError, decode_manifest,
+from core.codex.manifest import (LAYOUT_2025, LAYOUT_2026, ManifestError, decode_manifest,
                                  manifest_for, manifest_from_json)
 
 T = (b"\x00\xeb\x85\xa7",)
@@ -83,3 +83,11 @@ def test_decode_empty_index_and_garbage():
     from core.archive.errors import DecodeError
     with pytest.raises(DecodeError):
         cindex.decode_index(b"\x0a\x05hello")
+
+
+def test_link_kind_tells_backends_apart():
+    from core.codex.backend import link_kind
+    cid = str(manifest_for(b"index").cid())
+    assert link_kind(cid) == "codex" and link_kind(" " + cid + "\n") == "codex"
+    assert link_kind("magnet:?xt=urn:btih:" + "0" * 40) == "magnet"
+    assert link_kind(str(tree_cid(b"x"))) is None and link_kind("hello") is None and link_kind("") is None

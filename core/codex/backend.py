@@ -250,8 +250,25 @@ class FetchResult:
     def messages(self) -> list[codec.ArchiveMessage]:
         return [m for aid in self.chosen if aid in self.archives for m in self.archives[aid].messages]
 
+    @property
+    def state(self) -> str:
+        """"complete", "partial" (some archives failed) or "failed" (none fetched)."""
+        if not self.failed:
+            return "complete"
+        return "partial" if self.archives else "failed"
+
+    @property
+    def summary(self) -> str:
+        """One sentence for the user; names the first failure's reason."""
+        text = f"{len(self.archives)} of {len(self.chosen)} archives fetched from Codex"
+        if self.failed:
+            first = next(iter(self.failed.values()))
+            text += f"; {len(self.failed)} failed ({first.code}: {describe_failure(first)})"
+        return text + "."
+
     def to_json(self) -> dict:
-        return {"index_cid": self.index_cid, "index_archives": self.index_archives, "chosen": self.chosen,
+        return {"state": self.state, "summary": self.summary,
+                "index_cid": self.index_cid, "index_archives": self.index_archives, "chosen": self.chosen,
                 "fetched": {a: len(d.messages) for a, d in self.archives.items()},
                 "failed": {a: {"code": e.code, "message": str(e)} for a, e in self.failed.items()}}
 

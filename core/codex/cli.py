@@ -41,13 +41,14 @@ def _fail(cmd: str, e: Exception) -> int:
 
 def cmd_inspect(a) -> int:
     from core.cli import print_json
+    local = Path(a.cid)
     with _client(a) as c:
         try:
-            raw = checked_download(c, a.cid, network=a.network)
+            raw = local.read_bytes() if local.is_file() else checked_download(c, a.cid, network=a.network)
             untransform = _untransform(a)
             entries = cindex.decode_index(untransform(raw) if untransform else raw)
             present = {aid: c.exists(e.cid) for aid, e in entries.items()} if a.check_present else {}
-        except (CodexError, ArchiveError) as e:
+        except (CodexError, ArchiveError, OSError) as e:
             return _fail("codex-inspect", e)
     rows = [{"id": aid, "from": e.start, "to": e.end, "cid": e.cid, "topics": ["0x" + t.hex() for t in e.topics],
              **({"on_node": present[aid]} if aid in present else {})}
@@ -153,7 +154,7 @@ def _reader(p: argparse.ArgumentParser) -> None:
 
 def register(sub) -> None:
     from core.archive.cli import _community_id, _hex_topic
-    p = sub.add_parser("codex-inspect", help="list the archives of a Codex index CID")
+    p = sub.add_parser("codex-inspect", help="list the archives of a Codex index (a CID, or an index file)")
     _common(p)
     _reader(p)
     p.add_argument("--check-present", action="store_true", help="ask the node whether each archive is stored")

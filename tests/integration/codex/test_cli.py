@@ -28,6 +28,10 @@ def test_publish_inspect_verify_fetch(tmp_path, codex_nodes, capsys):
     assert rc == 0 and len(doc["archives"]) == 3 and all(r["on_node"] for r in doc["archives"])
     assert {r["id"] for r in doc["archives"]} == set(pub["new_archive_ids"])
 
+    blob = tmp_path / "st" / synth.community_id / "codex" / "blobs" / cid
+    rc, out, _ = run(capsys, "codex-inspect", str(blob))   # an index file, no node needed
+    assert rc == 0 and "3 archives" in out
+
     rc, out, _ = run(capsys, "codex-verify", cid, "--api", node.url, "--json")
     doc = json.loads(out)
     assert rc == 0 and doc["ok"] and doc["messages"] == 300
@@ -39,7 +43,7 @@ def test_publish_inspect_verify_fetch(tmp_path, codex_nodes, capsys):
     # an archive lost from the node: verify says BAD with the archive and the reason
     lost = pub["archives"][0]["cid"]
     node.forget_all()
-    node.store(__import__("pathlib").Path(tmp_path / "st" / synth.community_id / "codex" / "blobs" / cid).read_bytes())
+    node.store(blob.read_bytes())
     rc, out, _ = run(capsys, "codex-verify", cid, "--api", node.url)
     assert rc == 1 and "BAD" in out and "codex-not-found" in out and lost in out
 

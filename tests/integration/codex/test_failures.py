@@ -63,6 +63,7 @@ def test_stalled_stream_times_out_and_member_reports_it_per_archive(tmp_path, co
     (err,) = res.failed.values()
     assert isinstance(err, CodexTimeout)
     assert res.to_json()["failed"][res.chosen[0]]["code"] == "codex-timeout"
+    assert res.state == "failed" and "did not answer in time" in res.summary
 
 
 def test_overall_deadline_catches_a_trickling_stream(codex_nodes, clients):
@@ -125,6 +126,7 @@ def test_peer_disappears_member_gets_a_clear_state(tmp_path, codex_nodes, client
     owner_node.stop()
     res = member.sync(pub.index_cid, selection=Selection("all"))
     assert len(res.failed) == 3 and all(isinstance(e, CodexNotFound) for e in res.failed.values())
+    assert res.state == "failed" and "0 of 3 archives fetched" in res.summary and "codex-not-found" in res.summary
 
 
 def test_node_stopped_during_a_hanging_download(codex_nodes, clients):

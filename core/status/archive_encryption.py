@@ -167,13 +167,34 @@ def wrap(plaintext: bytes, key: GroupKey, seq_no: int, *, installation_id: str =
     mk = ratchet_key(key.key, seq_no)
     nonce = _synthetic_nonce(mk, plaintext) if nonce is None else nonce
     ct, tag = AES.new(mk, AES.MODE_GCM, nonce=nonce).encrypt_and_digest(plaintext)
-    ct = b"".join((ct, tag, nonce))
     header = proto_pb.HRHeader(deprecated_key_id=key.deprecated_key_id, seq_no=seq_no, group_id=key.group_id,
-                               key_id=key.key_id)
-    pm = proto_pb.ProtocolMessage(installation_id=installation_id)
-    pm.encrypted_message[NO_INSTALLATION_ID].CopyFrom(
-        proto_pb.EncryptedMessageProtocol(HR_header=header, payload=ct))
-    return pm.SerializeToString(deterministic=True)
+                               key_id=key.key_id).SerializeToString(deterministic=True)
+    return _protocol_message_bytes(installation_id, header, (ct, tag, nonce))
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _protocol_message_bytes(installation_id: str, header: bytes, payload: tuple[bytes, ...]) -> bytes:
+    """ProtocolMessage{installation_id, encrypted_message{"none": {payload = 3, HR_header = 102}}} encoded by
+    hand in protobuf's canonical field order, joining the (large) payload once instead of copying it through
+    three nested messages. A test checks byte equality with protobuf's own serialization."""
+    plen = sum(len(p) for p in payload)
+    emp_tail = _varint(102 << 3 | 2) + _varint(len(header)) + header
+    emp_len = len(_varint(3 << 3 | 2)) + len(_varint(plen)) + plen + len(emp_tail)
+    key = NO_INSTALLATION_ID.encode()
+    entry_head = _varint(1 << 3 | 2) + _varint(len(key)) + key + _varint(2 << 3 | 2) + _varint(emp_len)
+    entry_len = len(entry_head) + emp_len
+    inst = installation_id.encode()
+    head = (_varint(2 << 3 | 2) + _varint(len(inst)) + inst if inst else b"") + _varint(101 << 3 | 2) + \
+        _varint(entry_len) + entry_head + _varint(3 << 3 | 2) + _varint(plen)
+    return b"".join((head, *payload, emp_tail))
 
 
 def hash_ratchet_message(data: bytes) -> proto_pb.EncryptedMessageProtocol | None:

@@ -195,3 +195,19 @@ def test_fuzz_group_key_store_file(tmp_path_factory, blob):
         ae.GroupKeyStore(path)
     except EncryptionError:
         pass
+
+
+@pytest.mark.parametrize("size", [0, 1, 100, 127, 128, 20_000, 300_000])
+@pytest.mark.parametrize("installation_id", ["", ae.ARCHIVE_INSTALLATION_ID])
+def test_hand_encoding_equals_protobuf_serialization(group_key, size, installation_id):
+    raw = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    ours = ae.wrap(raw, group_key, 7, installation_id=installation_id)
+    pm = proto_pb.ProtocolMessage.FromString(ours)
+    assert pm.SerializeToString(deterministic=True) == ours
+    m = pm.encrypted_message["none"]
+    reference = proto_pb.ProtocolMessage(installation_id=installation_id)
+    reference.encrypted_message["none"].CopyFrom(proto_pb.EncryptedMessageProtocol(
+        HR_header=proto_pb.HRHeader(deprecated_key_id=group_key.deprecated_key_id, seq_no=7,
+                                    group_id=group_key.group_id, key_id=group_key.key_id),
+        payload=m.payload))
+    assert reference.SerializeToString(deterministic=True) == ours

@@ -132,6 +132,8 @@ class MainWindow(QMainWindow):
         """Show `engine`'s communities. `history(cid, chat, limit, offset) -> [dict]` serves the History view
         when the engine has no history() command of its own."""
         self.history_source = history
+        if hasattr(getattr(engine, "clock", None), "now"):
+            self.control.clock = engine.clock.now      # the engine's (injectable) time, not the wall clock
         self.adapter = EngineAdapter(engine, self.ops, self)
         self.adapter.event.connect(self.log.add_event)
         self.adapter.event.connect(self._on_event)

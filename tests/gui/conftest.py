@@ -61,3 +61,15 @@ def window(qtbot, settings):
     yield w
     w.close()
     assert w.ops.pool.waitForDone(10_000)
+
+
+@pytest.fixture
+def nodes(tmp_path):
+    """A real owner engine and member engine on 127.0.0.1 (libtorrent, SQLite, signed links), fake clock."""
+    pytest.importorskip("core.node.engine")
+    from core.node.clock import FakeClock
+    from gui.demo import DemoNodes
+    d = DemoNodes(tmp_path / "demo", weeks=8, messages=1200, settle=0.0, tick_seconds=0.2,
+                  clock=FakeClock(1_760_000_000)).start()
+    yield d
+    d.stop()

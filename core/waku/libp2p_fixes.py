@@ -12,6 +12,8 @@ tests/unit/waku/test_libp2p_fixes.py).
 6. read_exactly() gives up after 100 partial reads (big messages over mplex): our request/response protocols
    use their own length-prefixed read loop with a size limit (read_length_prefixed).
 7. The default host accepts plaintext, secio and TLS: security options are Noise only.
+8. The swarm's auto-connector dials up to ~150 peers from the peerstore whenever it has fewer connections
+   (including peers we disconnected for a cluster mismatch): disabled per host.
 """
 from __future__ import annotations
 
@@ -136,6 +138,13 @@ async def read_length_prefixed(stream, max_size: int) -> bytes:
 async def write_length_prefixed(stream, data: bytes) -> None:
     from core.waku.varint import write_varint
     await stream.write(write_varint(len(data)) + data)
+
+
+def disable_auto_connector(host) -> None:
+    """fix 8: no automatic dialling of peerstore peers; the node decides whom to connect to."""
+    async def _no_dials() -> None:
+        return None
+    host.get_network().auto_connector.maybe_connect = _no_dials
 
 
 enlarge_send_queues()

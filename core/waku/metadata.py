@@ -27,15 +27,16 @@ def cluster_matches(ours: int, theirs: int | None) -> bool:
 
 
 async def serve(stream, cluster_id: int, shards, on_mismatch) -> None:
+    theirs = None
     try:
         theirs, _ = decode_metadata(await read_length_prefixed(stream, MAX_FRAME))
         await write_length_prefixed(stream, encode_metadata(cluster_id, shards))
-        if not cluster_matches(cluster_id, theirs):
-            await on_mismatch(stream.muxed_conn.peer_id, theirs)
     except Exception as e:  # malformed request or broken stream: just close
         log.debug("metadata request failed: %s", e)
     finally:
-        await stream.close()
+        await stream.close()  # the response is flushed before any disconnect below
+    if not cluster_matches(cluster_id, theirs):
+        await on_mismatch(stream.muxed_conn.peer_id, theirs)
 
 
 async def request(host, peer_id, cluster_id: int, shards) -> tuple[int | None, list[int]]:

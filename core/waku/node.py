@@ -22,7 +22,7 @@ from libp2p.tools.anyio_service.context import background_trio_service
 
 from core.waku import lightpush, metadata, store_protocol
 from core.waku.identity import load_or_create_identity
-from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub
+from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, disable_auto_connector
 from core.waku.message import DEFAULT_MAX_MESSAGE_SIZE, WakuMessage, decode_message, encode_message, \
     validate_message
 from core.waku.relay import ReceivedMessage, RelayValidator
@@ -84,6 +84,7 @@ class WakuNode:
         self.store = config.store
         self._store_buffer: list[tuple[str, WakuMessage]] = []
         self._store_wakeup = trio.Event()
+        self._store_lock = trio.Lock()
         self.metadata_rejected: set[str] = set()
         self._nursery: trio.Nursery | None = None
         addrs = [multiaddr.Multiaddr(f"/ip4/{config.host}/tcp/{config.tcp_port}")]
@@ -92,6 +93,8 @@ class WakuNode:
         self._listen = addrs
         self.host = new_host(key_pair=self.key_pair, sec_opt=_noise(self.key_pair),
                              muxer_opt={YAMUX_PROTOCOL_ID: Yamux, MPLEX_PROTOCOL_ID: Mplex}, listen_addrs=addrs)
+        disable_auto_connector(self.host)
+        self._rejected_changed = trio.Event()
         self.router = WakuGossipSub()
         self.pubsub = WakuPubsub(self.host, self.router, self._on_pubsub)
         h = self.host
@@ -161,15 +164,14 @@ class WakuNode:
         while True:
             await self._store_wakeup.wait()
             self._store_wakeup = trio.Event()
+            await self.flush_store()
+
+    async def flush_store(self) -> None:
+        """Write buffered relay messages (batched, off the trio thread); returns once they are in SQLite."""
+        async with self._store_lock:
             batch, self._store_buffer = self._store_buffer, []
             if batch:
                 await trio.to_thread.run_sync(self.store.add_many, batch)
-
-    async def flush_store(self) -> None:
-        """Write buffered relay messages now (tests, shutdown)."""
-        batch, self._store_buffer = self._store_buffer, []
-        if batch:
-            await trio.to_thread.run_sync(self.store.add_many, batch)
 
     async def _pruner(self) -> None:
         while True:
@@ -208,10 +210,18 @@ class WakuNode:
     async def _reject_peer(self, peer_id: ID, cluster: int | None) -> None:
         log.info("disconnecting %s: cluster %s, ours %s", peer_id, cluster, self.config.cluster_id)
         self.metadata_rejected.add(peer_id.pretty())
+        self._rejected_changed.set()
+        self._rejected_changed = trio.Event()
         try:
             await self.host.disconnect(peer_id)
         except Exception as e:
             log.debug("disconnect %s: %s", peer_id, e)
+
+    async def wait_rejected(self, peer_id: str, timeout: float = 10.0) -> None:
+        """Wait until the metadata check has disconnected `peer_id`."""
+        with trio.fail_after(timeout):
+            while peer_id not in self.metadata_rejected:
+                await self._rejected_changed.wait()
 
     # --- lightpush ---
     async def _lightpush_publish(self, pubsub_topic: str | None, msg: WakuMessage) -> int:

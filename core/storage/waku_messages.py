@@ -37,8 +37,9 @@ def parse_hex(value: str) -> bytes:
 def connect(path: Path | str, *, create: bool = True) -> sqlite3.Connection:
     if not create and not Path(path).exists():
         raise FileNotFoundError(f"message store {path} does not exist")
-    con = sqlite3.connect(str(path))
+    con = sqlite3.connect(str(path), check_same_thread=False)
     con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")  # WAL stays consistent; live messages also sit on store nodes
     con.executescript(SCHEMA)
     return con
 

@@ -1,0 +1,195 @@
+"""The Engine hosts communities (control or member), runs their work on one queue per community, ticks them
+on a timer, and publishes events on its bus. Commands are method calls that return futures."""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from core.node import events as E
+from core.node.clock import SystemClock
+from core.node.community import CommunityConfig, NodePaths
+from core.node.control import ControlNode
+from core.node.member import MemberNode
+from core.node.state import ArchiveInfo, ArchiveSupport, CommunityState, DownloadPolicy, Role, SeedingState
+from core.status import topics as status_topics
+from core.storage.archive_state import ArchiveStateDB
+
+log = logging.getLogger(__name__)
+
+
+class Engine:
+    def __init__(self, root: Path | str, *, clock=None, transport=None, torrents=None, hydrator=None,
+                 settle: float = 20.0, tick_seconds: float = 1.0, peers: tuple = ()):
+        self.paths = NodePaths(Path(root)).ensure()
+        self.clock = clock or SystemClock()
+        self.bus = E.EventBus()
+        self.state = ArchiveStateDB(self.paths.state_db)
+        self.transport, self.torrents, self.hydrator = transport, torrents, hydrator
+        self.settle, self.tick_seconds, self.peers = settle, tick_seconds, tuple(peers)
+        self.nodes: dict[str, ControlNode | MemberNode] = {}
+        self._queues: dict[str, ThreadPoolExecutor] = {}
+        self._unsubs: list[Callable[[], None]] = []
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    def add_community(self, cfg: CommunityConfig) -> Future:
+        if cfg.role == "control":
+            node: ControlNode | MemberNode = ControlNode(
+                cfg, self.paths, self.state, self.bus, self.clock, seeder=self.torrents, announcer=self._announce,
+                store_query=self._store_query)
+            topics = [status_topics.content_topic(c) for c in cfg.channel_chat_ids]
+            if self.transport is not None and topics:
+                self._unsubs.append(self.transport.subscribe(topics, lambda m, n=node: self.submit(
+                    n.cid, n.store_messages, [m])))
+        else:
+            node = MemberNode(cfg, self.paths, self.state, self.bus, self.clock, fetcher=self.torrents,
+                              hydrator=self.hydrator, settle=self.settle, peers=self.peers)
+            if self.transport is not None:
+                for chat in cfg.link_chat_ids:
+                    ct = status_topics.content_topic(chat)
+                    self._unsubs.append(self.transport.subscribe([ct], lambda m, n=node, c=chat: self.submit(
+                        n.cid, n.on_envelope, m.payload, c)))
+        self.nodes[cfg.community_id] = node
+        self._queues[cfg.community_id] = ThreadPoolExecutor(1, thread_name_prefix=f"community-{cfg.community_id[:8]}")
+        return self.submit(cfg.community_id, self._start_node, node)
+
+    def _start_node(self, node) -> None:
+        node.start()  # first resume what an earlier run left pending, then look for newer links
+        if isinstance(node, MemberNode) and self.transport is not None:
+            # links announced while we were away: ask the store, newest last
+            since = int(self.clock.now()) - 30 * 24 * 3600
+            for chat in node.cfg.link_chat_ids:
+                for m in self.transport.query([status_topics.content_topic(chat)], since, int(self.clock.now()) + 1):
+                    node.on_envelope(m.payload, chat)
+
+    def start(self) -> "Engine":
+        self._timer = threading.Thread(target=self._run_timer, name="engine-timer", daemon=True)
+        self._timer.start()
+        return self
+
+    def _run_timer(self) -> None:
+        while not self._stop.wait(self.tick_seconds):
+            self.tick_all()
+
+    def tick_all(self) -> list[Future]:
+        return [self.submit(cid, n.tick) for cid, n in list(self.nodes.items())]
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.join(5)
+        for u in self._unsubs:
+            u()
+        for n in self.nodes.values():
+            if isinstance(n, MemberNode) and n.job is not None:
+                n.job.pause() if hasattr(n.job, "pause") else None
+        for q in self._queues.values():
+            q.shutdown(wait=True, cancel_futures=True)
+        for n in self.nodes.values():
+            if isinstance(n, ControlNode):
+                n.close()
+        self.state.close()
+
+    # -- plumbing ----------------------------------------------------------------------------------------
+    def submit(self, cid: str, fn: Callable, *args: Any) -> Future:
+        """Run `fn` on the community's own queue: two jobs of one community never run at once."""
+        def run():
+            try:
+                return fn(*args)
+            except Exception as e:  # surface on the bus as well as in the future
+                log.exception("job failed for %s", cid)
+                self.bus.publish(E.ERROR, cid, code=type(e).__name__, message=str(e))
+                raise
+        return self._queues[cid].submit(run)
+
+    def _announce(self, envelopes) -> None:
+        if self.transport is None:
+            return
+        ts = int(self.clock.now() * 1e9)
+        for content_topic, env in envelopes:
+            self.transport.publish(content_topic, env, ts)
+
+    def _store_query(self, content_topics, start, end):
+        return self.transport.query(content_topics, start, end) if self.transport is not None else []
+
+    # -- commands (futures) --------------------------------------------------------------------------------
+    def set_global_archive_support(self, enabled: bool) -> Future:
+        f: Future = Future()
+        self.state.set_global_archive_support(enabled)
+        futs = [self.submit(cid, n.set_support, bool(self.state.community_support(cid)))
+                for cid, n in self.nodes.items() if isinstance(n, ControlNode)]
+        f.set_result(len(futs))
+        return f
+
+    def set_archive_support(self, cid: str, enabled: bool) -> Future:
+        node = self.nodes[cid]
+        if isinstance(node, ControlNode):
+            return self.submit(cid, node.set_support, enabled)
+        return self.submit(cid, self.state.set_community_support, cid, enabled)
+
+    def archive_now(self, cid: str) -> Future:
+        node = self.nodes[cid]
+        if not isinstance(node, ControlNode):
+            raise ValueError("only a control node builds archives")
+        return self.submit(cid, node.build)
+
+    def set_download_policy(self, cid: str, policy: str | DownloadPolicy, start: int | None = None,
+                            end: int | None = None) -> Future:
+        node = self.nodes[cid]
+        return self.submit(cid, node.set_policy, DownloadPolicy(policy).value, start, end)
+
+    def cancel_download(self, cid: str) -> Future:
+        node = self.nodes[cid]
+
+        def cancel():
+            if node.job is not None:
+                node.job.cancel()
+                node.job = None
+            node.deadline = None
+            node._wait("download cancelled: resume to continue")
+        return self.submit(cid, cancel)
+
+    def resume_download(self, cid: str) -> Future:
+        node = self.nodes[cid]
+
+        def resume():
+            node.deadline = self.clock.now()
+        return self.submit(cid, resume)
+
+    # -- snapshots -----------------------------------------------------------------------------------------
+    def communities(self) -> list[CommunityState]:
+        return [self.community_state(cid) for cid in self.nodes]
+
+    def community_state(self, cid: str) -> CommunityState:
+        from core.archive.folder import ArchiveFolder
+        node = self.nodes[cid]
+        folder_path = self.paths.archive_dir / cid
+        entries = {}
+        if (folder_path / "index").exists():
+            try:
+                entries = ArchiveFolder(folder_path, recover=False).entries
+            except Exception:  # a member's partial folder: the index is what counts
+                from core.archive.codec import decode_index
+                entries = decode_index((folder_path / "index").read_bytes())
+        imported = self.state.archive_ids(cid, imported=True)
+        archives = tuple(ArchiveInfo(a, e.start, e.end, e.size, local=True, imported=a in imported,
+                                     state=getattr(node, "parked", {}).get(a, ""))
+                         for a, e in sorted(entries.items(), key=lambda kv: kv[1].offset))
+        if isinstance(node, ControlNode):
+            seeding = SeedingState.NOT_SEEDING
+            peers = uploaded = 0
+            if node.seeding is not None and hasattr(node.seeding, "snapshot"):
+                snap = node.seeding.snapshot()
+                peers, uploaded = snap.get("peers", 0), snap.get("uploaded", 0)
+                seeding = SeedingState(snap.get("state", "seeding-idle")) if snap.get("state") in \
+                    {s.value for s in SeedingState} else SeedingState.SEEDING_IDLE
+            return CommunityState(cid, node.cfg.name, Role.CONTROL, node.support(), seeding, peers, uploaded,
+                                  node.magnet, node.next_archive_due(), None, archives)
+        support = ArchiveSupport.ON if self.state.community_support(cid) is not False else ArchiveSupport.OFF
+        return CommunityState(cid, node.cfg.name, Role.MEMBER, support, waiting_reason=node.waiting_reason,
+                              archives=archives, policy=DownloadPolicy(node.cfg.policy),
+                              range_start=node.cfg.range_start, range_end=node.cfg.range_end)

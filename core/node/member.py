@@ -1,0 +1,163 @@
+"""The member's archive duties: accept links, settle, download the chosen archives, import, resume.
+
+Transports are injected: `fetcher` is a core.torrent TorrentService (fetch(magnet, data_dir, selection, ...)),
+`hydrator(community_id, folder, {archive_id: IndexEntry}) -> messages imported` writes the history database.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable, Mapping
+
+from core.archive.codec import IndexEntry
+from core.archive.errors import ArchiveError
+from core.node import events as E
+from core.node.community import CommunityConfig, NodePaths
+from core.node.links import LinkDecision, LinkGate
+from core.status.errors import KeyMissing
+from core.storage.archive_state import ArchiveStateDB
+
+log = logging.getLogger(__name__)
+SETTLE_SECONDS = 20.0
+RETRY_SECONDS = (30, 120, 600, 1800)      # back-off after a failed download: never a tight loop
+
+Hydrator = Callable[[str, Path, Mapping[str, IndexEntry]], int]
+
+
+def selection_for(cfg: CommunityConfig):
+    from core.torrent.selection import Selection
+    if cfg.policy == "range":
+        return Selection("range", cfg.range_start, cfg.range_end)
+    return Selection(cfg.policy)
+
+
+class MemberNode:
+    def __init__(self, cfg: CommunityConfig, paths: NodePaths, state: ArchiveStateDB, bus: E.EventBus, clock, *,
+                 fetcher=None, hydrator: Hydrator | None = None, settle: float = SETTLE_SECONDS,
+                 peers: tuple = ()):
+        self.cfg, self.paths, self.state, self.bus, self.clock = cfg, paths.ensure(), state, bus, clock
+        self.fetcher, self.hydrator, self.settle, self.peers = fetcher, hydrator, settle, tuple(peers)
+        self.gate = LinkGate(state, cfg.community_id)
+        self.deadline: float | None = None
+        self.job = None
+        self.failures = 0
+        self.parked: dict[str, str] = {}          # archive ID -> reason (e.g. decryption key missing)
+        self.waiting_reason: str | None = "no archive link received yet"
+
+    @property
+    def cid(self) -> str:
+        return self.cfg.community_id
+
+    def _wait(self, reason: str, **kw) -> None:
+        self.waiting_reason = reason
+        self.bus.publish(E.WAITING, self.cid, reason=reason, **kw)
+
+    # -- links ---------------------------------------------------------------------------------------------
+    def on_envelope(self, envelope: bytes, chat_id: str) -> LinkDecision:
+        d = self.gate.consider_envelope(envelope, chat_id)
+        if not d.accepted:
+            self.bus.publish(E.MAGNETLINK_REJECTED, self.cid, reason=d.reason)
+            return d
+        now = self.clock.now()
+        self.state.set_pending_link(self.cid, d.message.link, d.message.clock, now)
+        self.bus.publish(E.MAGNETLINK_RECEIVED, self.cid, link=d.message.link, clock=d.message.clock)
+        if self.job is not None:                      # a newer link cancels the running download
+            self.job.cancel()
+            self.job = None
+        self.deadline = now + self.settle
+        self.failures = 0
+        self._wait(f"waiting {self.settle:.0f} s for newer archive links", until=self.deadline)
+        return d
+
+    def start(self) -> None:
+        """Resume at startup: an accepted link whose download or import had not finished continues at once."""
+        if self.state.pending_link(self.cid):
+            self.deadline = self.clock.now()
+            self._wait("resuming the interrupted archive download")
+
+    def set_policy(self, policy: str, start: int | None = None, end: int | None = None) -> None:
+        """A new choice applies to the link we already have: fetch (and import) what it adds."""
+        from core.torrent.selection import Selection
+        Selection(policy, start, end)  # validates (a range needs from < to)
+        self.cfg.policy, self.cfg.range_start, self.cfg.range_end = policy, start, end
+        info = self.state.archive_info(self.cid)
+        if info.last_magnetlink_uri and not self.state.pending_link(self.cid):
+            self.state.set_pending_link(self.cid, info.last_magnetlink_uri, info.magnetlink_clock, self.clock.now())
+        if self.job is not None:
+            self.job.cancel()
+            self.job = None
+        self.deadline = self.clock.now()
+
+    # -- work --------------------------------------------------------------------------------------------
+    def tick(self) -> None:
+        if self.job is not None:
+            if self.job.done.is_set():
+                job, self.job = self.job, None
+                self._finished(job)
+            return
+        pending = self.state.pending_link(self.cid)
+        if pending is None or self.deadline is None or self.clock.now() < self.deadline:
+            return
+        self._start(pending[0])
+
+    def _start(self, link: str) -> None:
+        if self.fetcher is None:
+            self._wait("no BitTorrent session configured")
+            return
+        self.bus.publish(E.DOWNLOADING_HISTORY_ARCHIVES_STARTED, self.cid, link=link)
+        self._wait("fetching torrent metadata from peers")
+        self.job = self.fetcher.fetch(link, self.paths.archive_dir, selection_for(self.cfg), community_id=self.cid,
+                                      peers=self.peers)
+
+    def _finished(self, job) -> None:
+        snap = job.snapshot()
+        if snap["state"] != "complete":
+            if snap["state"] == "cancelled":
+                return
+            self.failures += 1
+            delay = RETRY_SECONDS[min(self.failures - 1, len(RETRY_SECONDS) - 1)]
+            self.deadline = self.clock.now() + delay
+            self.bus.publish(E.ERROR, self.cid, code=snap["code"], message=snap["message"])
+            self._wait(f"download failed ({snap['message']}); retrying in {delay} s", until=self.deadline)
+            return
+        self.import_archives({a: job.entries[a] for a in job.chosen})
+        pending = self.state.pending_link(self.cid)
+        if pending:
+            self.state.set_last_magnetlink(self.cid, pending[0])
+            self.state.clear_pending_link(self.cid)
+        self.bus.publish(E.DOWNLOADING_HISTORY_ARCHIVES_FINISHED, self.cid)
+        self._wait("up to date: waiting for the next archive link")
+
+    def import_archives(self, chosen: Mapping[str, IndexEntry]) -> int:
+        """Import what is not imported yet (a set difference on archive IDs), oldest window first; the chunks of
+        one 7-day window are imported together."""
+        done = self.state.archive_ids(self.cid, imported=True)
+        windows: dict[tuple[int, int], dict[str, IndexEntry]] = {}
+        for a, e in sorted(chosen.items(), key=lambda kv: (kv[1].start, kv[1].offset)):
+            if a not in done:
+                windows.setdefault((e.start, e.end), {})[a] = e
+        folder = self.paths.archive_dir / self.cid
+        total = 0
+        for i, ((start, end), group) in enumerate(windows.items()):
+            for aid in group:
+                self.state.mark_archive(self.cid, aid, imported=False)
+                self.bus.publish(E.HISTORY_ARCHIVE_DOWNLOADED, self.cid, archive_id=aid, start=start, end=end)
+            self.bus.publish(E.IMPORTING_HISTORY_ARCHIVE_MESSAGES, self.cid, archives=list(group), done=i,
+                             total=len(windows))
+            try:
+                total += self.hydrator(self.cid, folder, group) if self.hydrator else 0
+            except KeyMissing as err:
+                for aid in group:
+                    self.parked[aid] = "decryption key missing"
+                self._wait(f"{len(group)} archive(s) parked: decryption key missing ({err}); "
+                           "retried when a key arrives")
+                continue
+            except ArchiveError as err:
+                for aid in group:
+                    self.parked[aid] = f"{err.code}: {err}"
+                self.bus.publish(E.ERROR, self.cid, archive_id=err.archive_id, code=err.code, message=str(err))
+                continue
+            for aid in group:
+                self.state.mark_archive(self.cid, aid, imported=True)
+                self.parked.pop(aid, None)
+        return total

@@ -1,0 +1,56 @@
+"""How nodes reach Waku. `WakuTransport` adapts the embedded or REST Waku backend (core/waku); `LocalHub` is
+an in-process hub for several nodes in one process that have no Waku network (offline demo, unit tests of the
+node logic). Both keep messages for store queries, so late joiners catch up."""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Iterable, Protocol, Sequence
+
+from core.node.control import ReceivedWakuMessage
+
+Callback = Callable[[ReceivedWakuMessage], None]
+
+
+class Transport(Protocol):
+    def publish(self, content_topic: str, payload: bytes, timestamp_ns: int) -> None: ...
+    def subscribe(self, content_topics: Sequence[str], callback: Callback) -> Callable[[], None]: ...
+    def query(self, content_topics: Sequence[str], start: int, end: int) -> Iterable[ReceivedWakuMessage]: ...
+
+
+class LocalHub:
+    """Relay + store in one process: every subscriber of a content topic gets each message once."""
+
+    def __init__(self, pubsub_topic: str | None = None) -> None:
+        from core.status.topics import pubsub_topic as default_pubsub
+        self.pubsub_topic = pubsub_topic or default_pubsub()
+        self._subs: list[tuple[frozenset[str], Callback]] = []
+        self._store: list[ReceivedWakuMessage] = []
+        self._lock = threading.Lock()
+
+    def publish(self, content_topic: str, payload: bytes, timestamp_ns: int) -> None:
+        from core.waku.message import WakuMessage, message_hash
+        h = message_hash(self.pubsub_topic, WakuMessage(payload=payload, content_topic=content_topic,
+                                                        timestamp=timestamp_ns))
+        m = ReceivedWakuMessage(content_topic, payload, timestamp_ns, h)
+        with self._lock:
+            self._store.append(m)
+            subs = [cb for topics, cb in self._subs if content_topic in topics]
+        for cb in subs:
+            cb(m)
+
+    def subscribe(self, content_topics: Sequence[str], callback: Callback) -> Callable[[], None]:
+        entry = (frozenset(content_topics), callback)
+        with self._lock:
+            self._subs.append(entry)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if entry in self._subs:
+                    self._subs.remove(entry)
+        return unsubscribe
+
+    def query(self, content_topics: Sequence[str], start: int, end: int) -> list[ReceivedWakuMessage]:
+        topics = set(content_topics)
+        with self._lock:
+            return [m for m in self._store
+                    if m.content_topic in topics and start <= m.timestamp_ns // 10 ** 9 < end]

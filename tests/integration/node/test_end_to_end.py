@@ -1,0 +1,103 @@
+"""A control node with history builds, seeds and announces; a member joins later, gets the link from the
+store, waits the settle time, downloads and imports; its history equals the control node's."""
+from core.node import events as E
+from core.node.links import FORGED, OLDER_CLOCK, REPLAYED, MALFORMED
+from core.status import topics as status_topics
+from core.status.application_metadata import archive_link_envelopes
+from core.status.identity import CommunityIdentity
+
+from .conftest import HISTORY_START, WEEK, start_control
+
+
+def _drive_member(pair, timeout=90.0):
+    node = pair.member.nodes[pair.member_cfg.community_id]
+    pair.member.tick_all()[0].result(10)
+    assert node.job is None, "the member must wait the settle time before acting"
+    pair.clock.advance(21)
+    pair.member.tick_all()[0].result(10)
+    assert node.job is not None
+    assert node.job.done.wait(timeout), node.job.snapshot()
+    pair.member.tick_all()[0].result(60)
+    return node
+
+
+def _expected(pair, start=None, end=None):
+    out = {}
+    for m in pair.sent:
+        ts = m.timestamp_ns // 10 ** 9
+        if (start is None or ts >= start) and (end is None or ts < end):
+            out["0x" + m.hash.hex()] = m.text
+    return out
+
+
+def test_control_announces_and_member_imports_all(pair):
+    events = []
+    pair.member.bus.subscribe(lambda e: events.append(e.name))
+    start_control(pair)
+    control = pair.control.nodes[pair.control_cfg.community_id]
+    assert control.magnet and control.announcements >= 1
+    cid = pair.control_cfg.community_id
+    pair.member.add_community(pair.member_cfg).result(30)
+    node = _drive_member(pair)
+    rows = pair.history.messages(cid, limit=100_000)
+    assert {r["id"]: r["text"] for r in rows} == _expected(pair)
+    assert pair.member.state.archive_ids(cid, imported=True) == set(control_folder_ids(pair))
+    assert E.DOWNLOADING_HISTORY_ARCHIVES_FINISHED in events and E.IMPORTING_HISTORY_ARCHIVE_MESSAGES in events
+    assert node.waiting_reason.startswith("up to date")
+
+
+def control_folder_ids(pair):
+    from core.archive.folder import ArchiveFolder
+    return ArchiveFolder(pair.control.paths.archive_dir / pair.control_cfg.community_id).entries
+
+
+def test_member_latest_only_then_range(pair):
+    pair.member_cfg.policy = "latest"
+    start_control(pair)
+    cid = pair.control_cfg.community_id
+    entries = control_folder_ids(pair)
+    latest = max(entries.values(), key=lambda e: e.end)
+    pair.member.add_community(pair.member_cfg).result(30)
+    _drive_member(pair)
+    got = {r["id"]: r["text"] for r in pair.history.messages(cid, limit=100_000)}
+    assert got == _expected(pair, latest.start, latest.end)
+    # then a time range covering weeks 1-2: the archives overlapping it are added, the latest is kept
+    lo, hi = HISTORY_START + WEEK, HISTORY_START + 2 * WEEK
+    pair.member.set_download_policy(cid, "range", lo, hi).result(10)
+    node = pair.member.nodes[cid]
+    pair.member.tick_all()[0].result(10)
+    assert node.job is not None and node.job.done.wait(60), node.job.snapshot()
+    pair.member.tick_all()[0].result(60)
+    chosen = [e for e in entries.values() if e.start < hi and e.end > lo]
+    want = _expected(pair, latest.start, latest.end)
+    for e in chosen:
+        want |= _expected(pair, e.start, e.end)
+    got = {r["id"]: r["text"] for r in pair.history.messages(cid, limit=100_000)}
+    assert got == want
+
+
+def test_rejected_links_are_counted(pair):
+    start_control(pair)
+    cid = pair.control_cfg.community_id
+    pair.member.add_community(pair.member_cfg).result(30)
+    node = pair.member.nodes[cid]
+    chat = status_topics.magnetlinks_chat_id(cid)
+    accepted_clock = pair.member.state.archive_info(cid).magnetlink_clock
+    # the control node announces on both channels: the member saw the second copy as a replay
+    before = pair.member.state.rejections(cid)
+    assert before == {REPLAYED: 1}
+    assert accepted_clock > 0
+    forger = CommunityIdentity.generate().private_key
+    env = archive_link_envelopes(forger, accepted_clock + 10, "magnet:?xt=urn:btih:" + "ab" * 20, cid, (chat,))[0][1]
+    assert node.on_envelope(env, chat).reason == FORGED
+    key = pair.gen.community.private_key
+    old = archive_link_envelopes(key, accepted_clock - 1, "magnet:?xt=urn:btih:" + "cd" * 20, cid, (chat,))[0][1]
+    assert node.on_envelope(old, chat).reason == OLDER_CLOCK
+    same = archive_link_envelopes(key, accepted_clock, control_magnet(pair), cid, (chat,))[0][1]
+    assert node.on_envelope(same, chat).reason == REPLAYED
+    assert node.on_envelope(b"\x00garbage", chat).reason == MALFORMED
+    assert pair.member.state.rejections(cid) == {FORGED: 1, OLDER_CLOCK: 1, REPLAYED: 2, MALFORMED: 1}
+
+
+def control_magnet(pair):
+    return pair.control.nodes[pair.control_cfg.community_id].magnet

@@ -64,3 +64,15 @@ def test_encrypted_archive_fails_a_plain_decode_in_protoc_too(community):
         protoc(["--decode=protobuf.WakuMessageArchive", "communities_archive.proto"], enc)
     text = protoc(["--decode=encryption.ProtocolMessage", "status_protocol_message.proto"], enc)
     assert 'key: "none"' in text and "seq_no: 4" in text and "HR_header {" in text
+
+
+def test_encrypted_index_plain_decodes_to_zero_entries_in_protoc(community):
+    """status-go's index reader needs the opposite: the plain decode succeeds with zero entries, then it decrypts."""
+    from core.archive import codec
+    from core.archive.codec import IndexEntry
+    from core.status import archive_encryption as ae
+    from core.status.identity import community_id_bytes
+    gk = ae.GroupKey(community_id_bytes(community.community_id), keccak256(b"gk"), 1_700_000_000_000)
+    index = codec.encode_index({"0x" + "ab" * 32: IndexEntry(1, 2, (b"abcd",), 0, 102400, 10)})
+    text = protoc(["--decode=protobuf.WakuMessageArchiveIndex", "communities_archive.proto"], ae.wrap(index, gk, 1))
+    assert "archives" not in text

@@ -1,0 +1,158 @@
+"""One regression test per py-libp2p 0.8.1 workaround in core/waku/libp2p_fixes.py. Each checks that the
+upstream problem is real (so we notice when an upgrade fixes it) and that our fix removes it."""
+import hashlib
+
+import pytest
+import trio
+from libp2p import new_host
+from libp2p.crypto.secp256k1 import create_new_key_pair
+from libp2p.io.exceptions import IncompleteReadError
+from libp2p.io.utils import read_exactly
+from libp2p.peer.id import ID
+from libp2p.pubsub import rpc_queue
+from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
+from libp2p.pubsub.mcache import MessageCache
+from libp2p.pubsub.pb import rpc_pb2
+
+from core.waku.libp2p_fixes import (SEND_QUEUE_SIZE, WAKU_RELAY_PROTOCOL, IdMessageCache, WakuGossipSub,
+                                    disable_auto_connector, noise_only_security, read_length_prefixed,
+                                    waku_message_id, write_length_prefixed)
+from core.waku.message import WakuMessage
+from core.waku.node import NodeConfig, WakuNode
+from core.waku.varint import DecodeError
+
+PEER = ID(b"\x00\x25" + bytes(37))
+
+
+def test_fix1_relay_protocol_id_is_mapped_to_gossipsub_v11():
+    upstream = GossipSub(protocols=[WAKU_RELAY_PROTOCOL], degree=6, degree_low=4, degree_high=8)
+    with pytest.raises(ValueError):
+        upstream.add_peer(PEER, WAKU_RELAY_PROTOCOL)
+    ours = WakuGossipSub()
+    ours.add_peer(PEER, WAKU_RELAY_PROTOCOL)
+    assert ours.peer_protocol[PEER] == PROTOCOL_ID_V11
+    assert ours.get_protocols() == [WAKU_RELAY_PROTOCOL]
+    assert (ours.degree, ours.degree_low, ours.degree_high, ours.heartbeat_interval) == (6, 4, 8, 1)
+
+
+def test_fix2_published_messages_carry_no_from_seqno_signature():
+    received = []
+
+    async def main():
+        a = WakuNode(NodeConfig(ws_port=None))
+        b = WakuNode(NodeConfig(ws_port=None))
+        arrived = trio.Event()
+        b.pubsub._on_message = lambda topic, pm: (received.append(pm), arrived.set())
+        async with trio.open_nursery() as n:
+            await n.start(a.run)
+            await n.start(b.run)
+            topic = a.config.topics()[0]
+            await b.connect(f"{a.listen_addrs()[0]}")
+            await b.wait_for_relay_peer(a.peer_id, topic)
+            await a.wait_for_relay_peer(b.peer_id, topic)
+            await a.publish(topic, WakuMessage(b"x", "/a/1/b/c", timestamp=1))
+            with trio.fail_after(10):
+                await arrived.wait()
+            n.cancel_scope.cancel()
+    trio.run(main)
+    pm = received[0]
+    assert pm.data and not pm.from_id and not pm.seqno and not pm.signature and not pm.key
+
+
+def _unsigned(data):
+    return rpc_pb2.Message(data=data, topicIDs=["t"])
+
+
+def test_fix3_equivocation_check_disabled_for_unsigned_messages():
+    upstream = GossipSub(protocols=[WAKU_RELAY_PROTOCOL], degree=6, degree_low=4, degree_high=8)
+    assert upstream._check_equivocation(_unsigned(b"a"))
+    assert not upstream._check_equivocation(_unsigned(b"b"))  # upstream drops every later unsigned message
+    ours = WakuGossipSub()
+    assert ours._check_equivocation(_unsigned(b"a")) and ours._check_equivocation(_unsigned(b"b"))
+
+
+def test_fix4_message_cache_keyed_by_waku_message_id():
+    upstream = MessageCache(3, 5)
+    ours = IdMessageCache(3, 5)
+    for d in (b"a", b"b", b"c"):
+        upstream.put(_unsigned(d))
+        ours.put(_unsigned(d))
+    assert len(upstream.msgs) == 1
+    assert set(ours.window("t")) == {hashlib.sha256(d).digest() for d in (b"a", b"b", b"c")}
+    assert ours.get(waku_message_id(_unsigned(b"b"))).data == b"b"
+    assert isinstance(WakuGossipSub().mcache, IdMessageCache)
+
+
+def test_fix5_no_silent_drops():
+    assert rpc_queue.OutBoundQueueSize == 32  # upstream
+    q = rpc_queue.RpcQueue()
+    assert all(q.push(rpc_pb2.RPC()) for _ in range(SEND_QUEUE_SIZE)) and not q.push(rpc_pb2.RPC())
+    assert WakuGossipSub().spam_protection_enabled is False
+    # delivery bypasses the 32-slot subscription channel: 100 messages reach the callback synchronously
+    from libp2p.pubsub import pubsub as upstream_pubsub
+    assert upstream_pubsub.SUBSCRIPTION_CHANNEL_SIZE == 32
+    from core.waku.libp2p_fixes import WakuPubsub
+    got = []
+    fake = WakuPubsub.__new__(WakuPubsub)
+    fake._on_message = lambda t, m: got.append(m)
+    fake.subscribed_topics_receive = {"t": None}
+    for i in range(100):
+        fake.notify_subscriptions(_unsigned(b"%d" % i))
+    assert len(got) == 100
+
+
+class TrickleStream:
+    """Returns at most `chunk` bytes per read, like mplex under load."""
+
+    def __init__(self, data: bytes, chunk: int = 1000):
+        self.data, self.chunk = data, chunk
+
+    async def read(self, n: int = -1) -> bytes:
+        out, self.data = self.data[:min(n, self.chunk)], self.data[min(n, self.chunk):]
+        return out
+
+    async def write(self, data: bytes) -> None:
+        self.data += data
+
+
+def test_fix6_length_prefixed_read_survives_many_partial_reads():
+    body = bytes(range(256)) * 2000  # 512000 bytes in 1000-byte reads
+
+    async def main():
+        with pytest.raises(IncompleteReadError):
+            await read_exactly(TrickleStream(body), len(body))  # upstream gives up after 100 retries
+        s = TrickleStream(b"")
+        await write_length_prefixed(s, body)
+        assert await read_length_prefixed(s, 1 << 20) == body
+        s = TrickleStream(b"")
+        await write_length_prefixed(s, body)
+        with pytest.raises(DecodeError):
+            await read_length_prefixed(s, 1000)  # size limit checked before reading the body
+        with pytest.raises(DecodeError):
+            await read_length_prefixed(TrickleStream(b"\xff" * 11), 1000)
+        with pytest.raises(DecodeError):
+            await read_length_prefixed(TrickleStream(b"\x05ab"), 1000)
+    trio.run(main)
+
+
+def test_fix7_noise_is_the_only_security_protocol():
+    kp = create_new_key_pair()
+    assert list(noise_only_security(kp)) == ["/noise"]
+    node = WakuNode(NodeConfig(ws_port=None))
+    offered = list(node.host.get_network().upgrader.security_multistream.transports)
+    assert [str(p) for p in offered] == ["/noise"]
+
+
+def test_fix8_auto_connector_disabled():
+    kp = create_new_key_pair()
+    host = new_host(key_pair=kp, sec_opt=noise_only_security(kp))
+    called = []
+    ac = host.get_network().auto_connector
+
+    async def spy():
+        called.append(1)
+        return []
+    ac._get_candidate_peers = spy
+    disable_auto_connector(host)
+    trio.run(ac.maybe_connect)
+    assert called == []

@@ -108,7 +108,8 @@ class CodexClient:
         path = f"/data/{cid}/network/stream" if network else f"/data/{cid}"
         started = self._monotonic()
         try:
-            with self._http.stream("GET", self.base_url + path) as resp:
+            # identity: the byte count must be comparable with Content-Length, and CIDs hash the raw bytes
+            with self._http.stream("GET", self.base_url + path, headers={"Accept-Encoding": "identity"}) as resp:
                 self._check(resp, cid)
                 expected = resp.headers.get("content-length")
                 expected = int(expected) if expected and expected.isdigit() else None

@@ -88,3 +88,16 @@ def test_download_refuses_oversize_and_bad_cid():
         big.download(CID, max_bytes=50)
     with pytest.raises(CodexError):
         big.download("not-a-cid")
+
+
+def test_download_asks_for_identity_encoding_and_checks_length():
+    seen = []
+
+    def h(req):
+        seen.append(req)
+        return httpx.Response(200, headers={"Content-Length": "3"}, stream=httpx.ByteStream(b"abc"))
+    assert client(h).download(CID) == b"abc"
+    assert seen[0].headers["accept-encoding"] == "identity"
+    assert str(seen[0].url).endswith(f"/data/{CID}")
+    client(h).download(CID, network=True)
+    assert str(seen[1].url).endswith(f"/data/{CID}/network/stream")

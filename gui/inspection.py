@@ -170,13 +170,4 @@ def archive_messages(folder: Path, archive_id: str) -> list[codec.ArchiveMessage
     return codec.decode_archive(raw, archive_id=archive_id).messages
 
 
-def payload_preview(payload: bytes, n: int = 60) -> str:
-    """Printable text if the payload is text, else hex (Status payloads are protobuf, usually opaque)."""
-    head = payload[:n]
-    try:
-        s = head.decode("utf-8")
-        if s.isprintable():
-            return s
-    except UnicodeDecodeError:
-        pass
-    return head.hex()
+from gui.models import payload_preview  # noqa: E402,F401  (re-exported)

@@ -29,6 +29,18 @@ def fmt_bytes(n: int | None) -> str:
     return f"{n} B"
 
 
+def payload_preview(payload: bytes, n: int = 60) -> str:
+    """Printable text if the payload is text, else hex (Status payloads are protobuf, usually opaque)."""
+    head = payload[:n]
+    try:
+        s = head.decode("utf-8")
+        if s.isprintable():
+            return s
+    except UnicodeDecodeError:
+        pass
+    return head.hex()
+
+
 def short_id(s: str, n: int = 10) -> str:
     return s if len(s) <= n + 4 else f"{s[:n]}…{s[-4:]}"
 

@@ -6,8 +6,7 @@ from typing import Any
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from gui.inspection import payload_preview
-from gui.models import Column, KeyedTableModel, fmt_time
+from gui.models import Column, KeyedTableModel, fmt_time, payload_preview
 from gui.views.inspector import make_table
 
 PAGE = 500
@@ -83,9 +82,11 @@ class HistoryView(QWidget):
             self.model.beginResetModel()
             self.model.columns = [self._column(k) for k in self.keys]
             self.model.endResetModel()
+        first = self.model.rowCount() == 0
         for i, r in enumerate(rows):
             self.model.upsert((offset + i, r))
-        self.view.resizeColumnsToContents()
+        if first:
+            self.view.resizeColumnsToContents()
         self.info.setText(f"{self.model.rowCount()} messages loaded"
                           + ("" if len(rows) >= PAGE else " (all)"))
         self.more_btn.setEnabled(len(rows) >= PAGE)

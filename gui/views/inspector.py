@@ -9,11 +9,16 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSplitter, QTableView,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from gui.inspection import InspectorResult, archive_messages, open_source, payload_preview
-from gui.models import SORT_ROLE, Column, KeyedTableModel, fmt_bytes, fmt_time, short_id
+from gui.models import SORT_ROLE, Column, KeyedTableModel, fmt_bytes, fmt_time, payload_preview, short_id
 from gui.operations import Operations
 
 ERROR_COLOR, WARN_COLOR = QColor("#c0392b"), QColor("#b9770e")
+
+
+def _inspection():
+    """gui.inspection pulls in protobuf and Keccak: imported on first use, on a worker thread (cold start)."""
+    import gui.inspection
+    return gui.inspection
 
 
 def make_table(model, *, search: QLineEdit | None = None) -> tuple[QTableView, QSortFilterProxyModel]:
@@ -32,6 +37,7 @@ def make_table(model, *, search: QLineEdit | None = None) -> tuple[QTableView, Q
     view.setAlternatingRowColors(True)
     view.verticalHeader().setVisible(False)
     view.horizontalHeader().setStretchLastSection(True)
+    view.horizontalHeader().setResizeContentsPrecision(40)   # size columns from 40 rows, not all of them
     if search is not None:
         search.textChanged.connect(proxy.setFilterFixedString)
     return view, proxy
@@ -78,7 +84,7 @@ class InspectorView(QWidget):
     def __init__(self, ops: Operations, parent: QWidget | None = None):
         super().__init__(parent)
         self.ops = ops
-        self.result: InspectorResult | None = None
+        self.result = None    # gui.inspection.InspectorResult
         self.source = QLineEdit()
         self.source.setPlaceholderText("Folder, index, data, .torrent file or magnet link")
         self.source.returnPressed.connect(lambda: self.open(self.source.text()))
@@ -148,13 +154,14 @@ class InspectorView(QWidget):
             return
         self.source.setText(source)
         self.summary.setText(f"Opening {source} …")
-        self.ops.run(lambda ctx: open_source(source), on_done=self._show, on_error=self._failed,
+        self.ops.run(lambda ctx: _inspection().open_source(source), on_done=self._show, on_error=self._failed,
                      label=f"inspect {source}")
 
     def _failed(self, err: BaseException) -> None:
+        from gui.inspection import InspectorResult
         self._show(InspectorResult(self.source.text(), "error", error=str(err)))
 
-    def _show(self, res: InspectorResult) -> None:
+    def _show(self, res) -> None:   # gui.inspection.InspectorResult
         self.result = res
         self.archives.replace_all(res.rows)
         self.messages.clear()
@@ -193,7 +200,7 @@ class InspectorView(QWidget):
             self.messages.clear()
             self.message_info.setText(f"{aid} does not decode: {err}")
             self.messages_loaded.emit(aid, -1)
-        self.ops.run(lambda ctx: archive_messages(folder, aid), on_done=done, on_error=failed, key="inspector",
+        self.ops.run(lambda ctx: _inspection().archive_messages(folder, aid), on_done=done, on_error=failed, key="inspector",
                      label=f"decode {aid}")
 
     def select_archive(self, archive_id: str) -> bool:

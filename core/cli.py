@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "core.torrent.cli",
     "core.status.cli",
     "core.codex.cli",
+    "core.node.cli",
     "core.appcli",
 ]
 

@@ -54,3 +54,42 @@ class LocalHub:
         with self._lock:
             return [m for m in self._store
                     if m.content_topic in topics and start <= m.timestamp_ns // 10 ** 9 < end]
+
+
+class WakuTransport:
+    """Adapts a core.waku backend (embedded node or nwaku REST) to what the nodes need."""
+
+    def __init__(self, backend, pubsub_topic: str | None = None, store_peers: Sequence[str] = ()):
+        from core.status.topics import pubsub_topic as default_pubsub
+        self.backend = backend
+        self.pubsub_topic = pubsub_topic or default_pubsub()
+        self.store_peers = list(store_peers)
+
+    def publish(self, content_topic: str, payload: bytes, timestamp_ns: int) -> None:
+        from core.waku.message import WakuMessage
+        self.backend.publish(self.pubsub_topic, WakuMessage(payload=payload, content_topic=content_topic, version=1,
+                                                            timestamp=timestamp_ns))
+
+    def subscribe(self, content_topics: Sequence[str], callback: Callback) -> Callable[[], None]:
+        sub = self.backend.subscribe(self.pubsub_topic, list(content_topics),
+                                     lambda rm: callback(self._received(rm)))
+        return sub.cancel
+
+    @staticmethod
+    def _received(rm) -> ReceivedWakuMessage:
+        m = rm.message
+        return ReceivedWakuMessage(m.content_topic, m.payload, m.timestamp or 0, rm.hash)
+
+    def query(self, content_topics: Sequence[str], start: int, end: int) -> Iterable[ReceivedWakuMessage]:
+        """Ask each known store peer (then our own store); a peer that fails is skipped, not fatal."""
+        import logging
+        seen: set[bytes] = set()
+        for peer in [*self.store_peers, None]:
+            try:
+                for rm in self.backend.query_store(peer, list(content_topics), start * 10 ** 9, end * 10 ** 9,
+                                                   pubsub_topic=self.pubsub_topic):
+                    if rm.hash not in seen:
+                        seen.add(rm.hash)
+                        yield self._received(rm)
+            except Exception as e:  # a store node that times out or refuses: say so, use the others
+                logging.getLogger(__name__).warning("store query to %s failed: %s", peer or "own store", e)

@@ -1,0 +1,50 @@
+"""`archivist node --config FILE`: a headless control or member node printing events as JSON lines."""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+
+def cmd_node(a) -> int:
+    from core.cli import print_json
+    from core.node.config import ConfigError, load
+    from core.node.runner import start_node
+    try:
+        settings = load(a.config)
+    except ConfigError as e:
+        print(f"archivist node: {e}", file=sys.stderr)
+        return 2
+    if a.data_dir:
+        from pathlib import Path
+        settings.data_dir = Path(a.data_dir)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    node = start_node(settings, communities=False)
+    lock = threading.Lock()
+
+    def printer(ev) -> None:
+        with lock:
+            print_json(ev.to_json())
+    node.engine.bus.subscribe(printer)
+    info = {"event": "archivist.nodeStarted", "data_dir": str(settings.data_dir),
+            "torrent_port": node.torrents.listen_port,
+            "waku_listen": list(node.waku.listen_addrs) if node.waku is not None else [],
+            "communities": [{"id": c.community_id, "role": c.role} for c in settings.communities]}
+    with lock:
+        print_json(info)
+    node.start_communities()
+    try:
+        stop.wait(a.run_for) if a.run_for else stop.wait()
+    finally:
+        node.stop()
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("node", help="run a headless control or member node (events as JSON lines)")
+    p.add_argument("--config", required=True, help="TOML file (see docs/NODE.md)")
+    p.add_argument("--data-dir", help="override data_dir")
+    p.add_argument("--run-for", type=float, help="stop after this many seconds (scripts, tests)")
+    p.set_defaults(func=cmd_node)

@@ -1,0 +1,79 @@
+"""Assemble a running Engine from NodeSettings: BitTorrent session, Waku backend, history database."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from core.node.config import NodeSettings
+from core.node.engine import Engine
+from core.node.hydrate import reference_hydrator
+from core.storage.member_history import MemberHistory
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunningNode:
+    settings: NodeSettings
+    engine: Engine
+    torrents: object
+    waku: object | None
+    history: MemberHistory
+    extra: dict = field(default_factory=dict)
+
+    def start_communities(self) -> None:
+        for c in self.settings.communities:
+            self.engine.add_community(c)
+        self.engine.start()
+
+    def stop(self) -> None:
+        self.engine.stop()
+        if self.waku is not None:
+            self.waku.stop()
+        self.torrents.close()
+        self.history.close()
+
+
+def _waku_backend(s: NodeSettings):
+    if s.waku_backend == "none":
+        return None
+    if s.waku_backend == "nwaku-rest":
+        from core.waku.rest_backend import NwakuRestBackend  # external nwaku (see docs/WAKU-NODE.md)
+        return NwakuRestBackend(s.waku_rest_url)
+    from core.waku.embedded import EmbeddedWakuBackend
+    from core.waku.node import NodeConfig
+    from core.waku.store_db import MessageStore
+    store = MessageStore(s.data_dir / "waku-store.sqlite")
+    return EmbeddedWakuBackend(NodeConfig(host=s.waku_host, tcp_port=s.waku_port, store=store,
+                                          key_path=s.data_dir / "waku-node.key"))
+
+
+def start_node(s: NodeSettings, *, clock=None, communities: bool = True) -> RunningNode:
+    """Start the services; with communities=False the caller subscribes to events first, then calls
+    RunningNode.start_communities()."""
+    from core.node.transport import WakuTransport
+    from core.torrent.service import TorrentService
+    from core.torrent.settings import TorrentSettings
+    s.data_dir.mkdir(parents=True, exist_ok=True)
+    host, _, port = s.torrent_listen.rpartition(":")
+    tset = (TorrentSettings.loopback(listen_host=host, listen_port=int(port)) if s.torrent_local
+            else TorrentSettings(listen_host=host, listen_port=int(port)))
+    torrents = TorrentService(tset, s.data_dir / "torrent-state").start()
+    waku = _waku_backend(s)
+    transport = None
+    if waku is not None:
+        waku.start()
+        for p in s.waku_peers:
+            try:
+                waku.add_peer(p)
+            except Exception as e:  # an unreachable peer is a warning, not a reason to stop
+                log.warning("waku peer %s unreachable: %s", p, e)
+        transport = WakuTransport(waku, store_peers=s.waku_peers)
+    history = MemberHistory(s.data_dir / "history.sqlite")
+    engine = Engine(s.data_dir, clock=clock, transport=transport, torrents=torrents,
+                    hydrator=reference_hydrator(history), settle=s.settle_seconds, tick_seconds=s.tick_seconds,
+                    peers=tuple(s.torrent_peers))
+    node = RunningNode(s, engine, torrents, waku, history)
+    if communities:
+        node.start_communities()
+    return node

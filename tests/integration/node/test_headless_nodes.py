@@ -1,0 +1,105 @@
+"""Two `archivist node` processes side by side (own ports, own data directories) over a real Waku network
+(embedded py-libp2p nodes) and real libtorrent sessions: the control node builds, seeds and announces; the member
+gets the link (from the store or the relay), waits, downloads and imports."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.status.traffic import TrafficGenerator, write_store
+from core.storage.member_history import MemberHistory
+
+ROOT = Path(__file__).resolve().parents[3]
+WEEK = 7 * 24 * 3600
+
+
+def _config(path: Path, data_dir: Path, role: str, gen, keyfile=None, waku_peers=(), torrent_peers=()):
+    chans = ", ".join(f'"{c.chat_id}"' for c in gen.channels)
+    lines = [f'data_dir = "{data_dir}"', "settle_seconds = 1", "tick_seconds = 0.2",
+             "[torrent]", 'listen = "127.0.0.1:0"', "local = true",
+             "peers = [" + ", ".join(f'"{p}"' for p in torrent_peers) + "]",
+             "[waku]", 'backend = "embedded"', "peers = [" + ", ".join(f'"{p}"' for p in waku_peers) + "]",
+             "[[community]]", f'id = "{gen.community_id}"', f'role = "{role}"', f"channels = [{chans}]"]
+    if keyfile:
+        lines.append(f'key_file = "{keyfile}"')
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+class NodeProcess:
+    def __init__(self, config: Path):
+        self.proc = subprocess.Popen([sys.executable, "-m", "core.cli", "node", "--config", str(config)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+        self.events: list[dict] = []
+        self.info = self.next_event(60)
+
+    def next_event(self, timeout: float) -> dict:
+        import selectors
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            raise TimeoutError("no event from node")
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("node exited: " + self.proc.stderr.read()[-3000:])
+        ev = json.loads(line)
+        self.events.append(ev)
+        return ev
+
+    def wait_for(self, name: str, timeout: float = 90.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ev = self.next_event(deadline - time.monotonic())
+            if ev.get("event") == name:
+                return ev
+        raise TimeoutError(name)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def nodes():
+    started: list[NodeProcess] = []
+    yield started
+    for n in started:
+        n.stop()
+
+
+def test_two_headless_nodes_side_by_side(tmp_path, nodes):
+    gen = TrafficGenerator(seed=21, channels=2, authors=5)
+    now = int(time.time())
+    cdir, mdir = tmp_path / "control", tmp_path / "member"
+    cdir.mkdir()
+    keyfile = tmp_path / "community.key"
+    gen.community.save(keyfile)
+    store = write_store(cdir / "messages.sqlite", 600, generator=gen, start=now - 3 * WEEK - 600, span=3 * WEEK)
+    control = NodeProcess(_config(tmp_path / "c.toml", cdir, "control", gen, keyfile))
+    nodes.append(control)
+    control.wait_for("community.historyArchivesSeeding")
+    assert control.info["torrent_port"] > 0 and control.info["waku_listen"]
+    member = NodeProcess(_config(tmp_path / "m.toml", mdir, "member", gen,
+                                 waku_peers=control.info["waku_listen"][:1],
+                                 torrent_peers=[f"127.0.0.1:{control.info['torrent_port']}"]))
+    nodes.append(member)
+    assert member.info["torrent_port"] != control.info["torrent_port"]
+    member.wait_for("community.downloadingHistoryArchivesFinished", 120)
+    names = [e["event"] for e in member.events]
+    assert names.index("archivist.magnetlinkReceived") < names.index("community.downloadingHistoryArchivesStarted")
+    h = MemberHistory(mdir / "history.sqlite")
+    try:
+        assert h.count(gen.community_id) == 600
+        texts = {r["text"] for r in h.messages(gen.community_id, limit=1000)}
+        assert texts == {m.text for m in gen.messages(600, start=now - 3 * WEEK - 600, span=3 * WEEK)}
+    finally:
+        h.close()

@@ -106,6 +106,19 @@ def encode_on_spark(spark, db_path: str, topics: Sequence[bytes], windows: Seque
     return out
 
 
+def warm_up_build(spark) -> int:
+    """Read and encode one message from a throw-away store (pays the first-job costs ahead of time)."""
+    import tempfile
+    from core.archive.codec import ArchiveMessage
+    with tempfile.TemporaryDirectory(prefix="archivist-warm-") as d:
+        db = str(Path(d) / "warm.sqlite")
+        con = waku_messages.connect(db)
+        waku_messages.insert_messages(con, [ArchiveMessage(b"\x04", 10, b"warm", b"up", b"", b"\x01")])
+        con.commit()
+        con.close()
+        return len(encode_on_spark(spark, db, [b"warm"], [(0, 100)]))
+
+
 def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: str, topics: Sequence[bytes],
               data_dir: Path | str, torrent_dir: Path | str, *, start: int | None = None, end: int | None = None,
               trackers: Sequence[str] = (), transform: ArchiveTransform | None = None,

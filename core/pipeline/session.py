@@ -213,7 +213,7 @@ class SparkOwner:
 
     def warm(self) -> SparkJob:
         """Start the JVM and run one tiny job in the background (the ~12 s cold start, off the caller's thread)."""
-        return self.submit(lambda spark, job: spark.sparkContext.parallelize(range(2), 2).count(), "warm-up")
+        return self.submit(_warm_up, "warm-up")
 
     def close(self, timeout: float = 60.0) -> None:
         """Stop the session and the thread (waits for queued jobs)."""
@@ -229,6 +229,12 @@ class SparkOwner:
                 self._spark.stop()
             finally:
                 self._spark = None
+
+
+def _warm_up(spark, job) -> int:
+    """Start the JVM, then run one real (tiny) build read+encode so Python workers have imported everything."""
+    from core.pipeline.build import warm_up_build
+    return warm_up_build(spark)
 
 
 def _translate_cancel(e: BaseException, job: SparkJob) -> BaseException:

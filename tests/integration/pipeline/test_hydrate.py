@@ -1,0 +1,158 @@
+"""Hydrate: downloaded data + index -> member history DB, with the spec's replace-the-range rule."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from core.archive.build import build_archives
+from core.archive.folder import ArchiveFolder
+from core.pipeline.hydrate import HydrateError, InjectedFault, submit_hydrate
+from core.pipeline.unwrap import Unwrapped
+from core.storage import history
+
+from .helpers import COMMUNITY, T0, TOPICS, WEEK, msg, write_store
+
+pytestmark = pytest.mark.spark
+OTHER_COMMUNITY = "0x03" + "cd" * 32
+
+
+@pytest.fixture
+def built(tmp_path):
+    """Three weeks of messages; week 1 split into two chunks (large payloads)."""
+    ms = [msg(T0 + i * 600, bytes([i % 256]) * 300, TOPICS[i % 2]) for i in range(200)]
+    ms += [msg(T0 + WEEK + i, bytes([i]) * 1_000_000, TOPICS[0]) for i in range(40)]
+    ms += [msg(T0 + 2 * WEEK + i * 7, bytes([i % 256]) * 50, TOPICS[1]) for i in range(300)]
+    db = write_store(tmp_path / "db.sqlite", ms)
+    res = build_archives(db, COMMUNITY, TOPICS, tmp_path / "d", tmp_path / "t", end=T0 + 3 * WEEK)
+    folder = ArchiveFolder(tmp_path / "d" / COMMUNITY)
+    assert len(folder.entries) == 4
+    return folder, res, ms
+
+
+def stale_row(ts, tag, community=COMMUNITY):
+    return (community, bytes([tag]) * 32, ts, TOPICS[0], None, None, None, None, None, None, b"old", None)
+
+
+def dump(db):
+    con = sqlite3.connect(db)
+    try:
+        return [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                for t in ("history_messages", "community_message_archive_hashes", "communities_archive_info")]
+    finally:
+        con.close()
+
+
+def test_hydrate_all_replaces_ranges_and_is_idempotent(spark_owner, tmp_path, built):
+    folder, res, ms = built
+    db = tmp_path / "member.sqlite"
+    con = history.connect(db)
+    history.bulk_insert(con, [stale_row(T0 + 5, 1),                      # inside week 0: replaced
+                              stale_row(T0 + WEEK + 3, 2),               # inside week 1 (chunked): replaced
+                              stale_row(T0 + 3 * WEEK + 1, 3),           # after every archive: kept
+                              stale_row(T0 + 5, 4, OTHER_COMMUNITY)])    # other community: kept
+    con.close()
+    r = submit_hydrate(spark_owner, folder.path, COMMUNITY, db).result(300)
+    assert r.messages == len(ms) and r.windows == 3 and sorted(r.imported_archive_ids) == sorted(folder.entries)
+    con = history.connect(db)
+    rows = history.messages(con, COMMUNITY)
+    assert {row[1] for row in rows} == {m.hash for m in ms} | {bytes([3]) * 32}
+    assert history.imported_archive_ids(con, COMMUNITY) == set(folder.entries)
+    assert history.archive_info(con, COMMUNITY)["last_message_archive_end_date"] == T0 + 3 * WEEK
+    assert len(history.messages(con, OTHER_COMMUNITY)) == 1
+    by_hash = {row[1]: row for row in rows}
+    m = ms[0]
+    assert by_hash[m.hash][2:5] == (m.timestamp, m.topic, m.sig) and by_hash[m.hash][10] == m.payload
+    con.close()
+    first = dump(db)
+    submit_hydrate(spark_owner, folder.path, COMMUNITY, db).result(300)
+    assert dump(db) == first
+
+
+def test_partial_window_choice_upserts_without_deleting(spark_owner, tmp_path, built):
+    folder, res, ms = built
+    week1 = [a for a, e in folder.ordered() if e.start == T0 + WEEK]
+    assert len(week1) == 2
+    db = tmp_path / "member.sqlite"
+    con = history.connect(db)
+    history.bulk_insert(con, [stale_row(T0 + WEEK + 3, 2)])
+    con.close()
+    r = submit_hydrate(spark_owner, folder.path, COMMUNITY, db, archive_ids=week1[:1]).result(300)
+    assert r.imported_archive_ids == week1[:1] and 0 < r.messages < 40
+    con = history.connect(db)
+    hashes = {row[1] for row in history.messages(con, COMMUNITY)}
+    assert bytes([2]) * 32 in hashes          # not deleted: the chosen chunk does not cover the whole window
+    con.close()
+
+
+def test_interrupted_window_keeps_old_range(spark_owner, tmp_path, built):
+    folder, res, ms = built
+    db = tmp_path / "member.sqlite"
+    con = history.connect(db)
+    history.bulk_insert(con, [stale_row(T0 + 5, 1), stale_row(T0 + WEEK + 3, 2)])
+    con.close()
+    with pytest.raises(InjectedFault):
+        submit_hydrate(spark_owner, folder.path, COMMUNITY, db, fault_after_windows=1).result(300)
+    con = history.connect(db)
+    rows = history.messages(con, COMMUNITY)
+    week0 = [r for r in rows if r[2] < T0 + WEEK]
+    week1 = [r for r in rows if T0 + WEEK <= r[2] < T0 + 2 * WEEK]
+    assert len(week0) == 200 and bytes([1]) * 32 not in {r[1] for r in week0}   # new range, complete
+    assert [r[1] for r in week1] == [bytes([2]) * 32]                            # old range, untouched
+    imported = history.imported_archive_ids(con, COMMUNITY)
+    assert imported == {a for a, e in folder.entries.items() if e.start == T0}
+    con.close()
+    # Resuming finishes the job.
+    submit_hydrate(spark_owner, folder.path, COMMUNITY, db).result(300)
+    con = history.connect(db)
+    assert len(history.messages(con, COMMUNITY)) == len(ms)
+    con.close()
+
+
+def test_corrupt_archive_is_named_and_others_still_import(spark_owner, tmp_path, built):
+    folder, res, ms = built
+    ordered = folder.ordered()
+    bad_id, bad = ordered[-1]                # week 2
+    with open(folder.data_path, "r+b") as f:
+        f.seek(bad.offset)
+        f.write(b"\xff" * 16)
+    db = tmp_path / "member.sqlite"
+    with pytest.raises(HydrateError) as ei:
+        submit_hydrate(spark_owner, folder.path, COMMUNITY, db).result(300)
+    assert ei.value.archive_id == bad_id and bad_id in str(ei.value)
+    assert set(ei.value.result.imported_archive_ids) == {a for a, _ in ordered[:-1]}
+    con = history.connect(db)
+    assert all(r[2] < T0 + 2 * WEEK for r in history.messages(con, COMMUNITY))
+    con.close()
+
+
+def test_bad_padding_and_unknown_id_rejected(spark_owner, tmp_path, built):
+    folder, res, ms = built
+    aid, e = folder.ordered()[0]
+    with open(folder.data_path, "r+b") as f:
+        f.seek(e.offset + e.size - 1)
+        f.write(b"\x01")
+    with pytest.raises(HydrateError) as ei:
+        submit_hydrate(spark_owner, folder.path, COMMUNITY, tmp_path / "m.sqlite", archive_ids=[aid]).result(300)
+    assert ei.value.archive_id == aid and "padding" in str(ei.value)
+    with pytest.raises(HydrateError) as ei:
+        submit_hydrate(spark_owner, folder.path, COMMUNITY, tmp_path / "m.sqlite",
+                       archive_ids=["0x" + "00" * 32]).result(300)
+    assert ei.value.code == "unknown-archive"
+
+
+def tag_unwrap(payload: bytes):
+    return Unwrapped(chat_id="chat-" + payload[:1].hex(), clock=len(payload), message_type=1, text=None) \
+        if payload[:1] == b"\x00" else None
+
+
+def test_pluggable_unwrap_runs_in_executors(spark_owner, tmp_path, built):
+    folder, res, ms = built
+    db = tmp_path / "member.sqlite"
+    submit_hydrate(spark_owner, folder.path, COMMUNITY, db, unwrap=tag_unwrap).result(300)
+    con = history.connect(db)
+    rows = history.messages(con, COMMUNITY)
+    tagged = [r for r in rows if r[5] is not None]
+    assert tagged and all(r[5] == "chat-00" and r[6] == len(r[10]) and r[8] == 1 for r in tagged)
+    assert len(tagged) == sum(1 for m in ms if m.payload[:1] == b"\x00")
+    con.close()

@@ -1,0 +1,97 @@
+"""Owner thread, progress and cancel of Spark jobs."""
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from core.archive.build import build_archives
+from core.pipeline.build import submit_build
+from core.pipeline.session import JobCancelled
+
+from .helpers import COMMUNITY, T0, TOPICS, WEEK, folder_bytes, msg, write_store
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def hold_server():
+    """A loopback socket the build's encode tasks connect to and wait on: proves a job is mid-flight."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    srv.settimeout(120)
+    conns: list[socket.socket] = []
+    yield srv, conns
+    for c in conns:
+        c.close()
+    srv.close()
+
+
+def store(tmp_path, weeks=3):
+    ms = [msg(T0 + w * WEEK + i * 61, bytes([i % 256]) * 200, TOPICS[i % 2]) for w in range(weeks) for i in range(300)]
+    return write_store(tmp_path / "db.sqlite", ms)
+
+
+def test_job_runs_on_owner_thread_without_blocking_caller(spark_owner, tmp_path):
+    db = store(tmp_path)
+    gate = threading.Event()
+    seen = {}
+
+    def job(spark, j):
+        seen["thread"] = threading.current_thread()
+        assert gate.wait(60), "caller never released the gate: submit() blocked"
+        from core.pipeline.build import build_job
+        return build_job(spark, j, db, COMMUNITY, TOPICS, tmp_path / "d", tmp_path / "t", end=T0 + 3 * WEEK)
+
+    j = spark_owner.submit(job, "gated build")
+    assert not j.done()          # submit() returned while the job waits for us
+    gate.set()                   # if submit() had run the job on this thread, we would never get here
+    res = j.result(300)
+    assert seen["thread"] is spark_owner.thread and seen["thread"] is not threading.current_thread()
+    assert len(res.new_archive_ids) == 3
+    assert j.progress() == 1.0
+
+
+def test_cancel_mid_job_leaves_folder_exactly_as_before(spark_owner, tmp_path, hold_server):
+    db = store(tmp_path, weeks=4)
+    # An existing folder with archives and a torrent, built by the reference path.
+    build_archives(db, COMMUNITY, TOPICS, tmp_path / "d", tmp_path / "t", end=T0 + 2 * WEEK)
+    before = (folder_bytes(tmp_path / "d"), folder_bytes(tmp_path / "t"))
+    assert before[0] and before[1]
+    srv, conns = hold_server
+    j = submit_build(spark_owner, db, COMMUNITY, TOPICS, tmp_path / "d", tmp_path / "t", end=T0 + 4 * WEEK,
+                     hold=srv.getsockname())
+    conns.append(srv.accept()[0])  # an encode task is now running inside Spark
+    p = j.progress()
+    assert 0.0 <= p < 1.0
+    j.cancel()                     # from this (non-owner) thread
+    with pytest.raises(JobCancelled):
+        j.result(300)
+    assert (folder_bytes(tmp_path / "d"), folder_bytes(tmp_path / "t")) == before
+    # The owner is still usable after a cancel, and the same build then succeeds.
+    res = submit_build(spark_owner, db, COMMUNITY, TOPICS, tmp_path / "d", tmp_path / "t",
+                       end=T0 + 4 * WEEK).result(300)
+    assert len(res.new_archive_ids) == 2
+
+
+def test_cancel_before_start_never_runs(spark_owner, tmp_path):
+    gate = threading.Event()
+    first = spark_owner.submit(lambda s, j: gate.wait(60), "blocker")
+    ran = []
+    second = spark_owner.submit(lambda s, j: ran.append(1), "never")
+    second.cancel()
+    gate.set()
+    assert first.result(60) is True
+    with pytest.raises(JobCancelled):
+        second.result(60)
+    assert ran == []
+
+
+def test_progress_reaches_one_and_errors_propagate(spark_owner, tmp_path):
+    j = spark_owner.submit(lambda s, job: s.sparkContext.parallelize(range(100), 4).map(lambda x: 1 // (x - 42))
+                           .count(), "failing")
+    with pytest.raises(Exception) as ei:
+        j.result(120)
+    assert "ZeroDivisionError" in str(ei.value)
+    ok = spark_owner.submit(lambda s, job: s.sparkContext.parallelize(range(100), 4).sum(), "sum")
+    assert ok.result(120) == 4950 and ok.progress() == 1.0

@@ -73,6 +73,7 @@ class SparkSettings:
             "spark.pyspark.python": sys.executable,
             "spark.pyspark.driver.python": sys.executable,
             "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+            "spark.executorEnv.PYTHONPATH": str(Path(__file__).resolve().parents[2]),  # executors import core.*
             "spark.python.worker.reuse": "true",
             "spark.sql.execution.pyspark.udf.faulthandler.enabled": "true",
             # Arrow batches into Python workers: bounded by bytes too, so 1 MB payloads don't make 10 GB batches.

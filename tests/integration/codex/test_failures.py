@@ -54,8 +54,8 @@ def test_stalled_stream_times_out_and_member_reports_it_per_archive(tmp_path, co
     owner_node, member_node = codex_nodes("o"), codex_nodes("m")
     member_node.add_peer(owner_node)
     _, pub = published(tmp_path, owner_node, clients)
-    member = CodexMember(clients(member_node.url, read_timeout=0.5))
-    entries = member.fetch_index(pub.index_cid)
+    entries = CodexMember(clients(member_node.url)).fetch_index(pub.index_cid)  # index now on the member's node
+    member = CodexMember(clients(member_node.url, read_timeout=2))
     member_node.stall_after = 10
     member_node.fault_cids = {e.cid for e in entries.values()}
     res = member.sync(pub.index_cid, selection=Selection("latest"))

@@ -40,6 +40,7 @@ def status_values(st) -> dict[str, Any]:
         "total_wanted_done": st.total_wanted_done,
         "total_payload_download": st.total_payload_download,
         "total_payload_upload": st.total_payload_upload,
+        "total_redundant_bytes": st.total_redundant_bytes,
         "all_time_upload": st.all_time_upload,
         "all_time_download": st.all_time_download,
         "download_rate": st.download_payload_rate,

@@ -73,10 +73,12 @@ class FetchJob:
         self.entries: dict = {}
         self.chosen: list[str] = []
         self.wanted: set[int] = set()
+        self.missing: set[int] = set()       # wanted pieces not yet had: completion = empty (no O(n) per piece)
         self.have: set[int] = set()
         self.index_parts: dict[int, bytes] = {}
         self.received: set[int] = set()      # pieces finished in this session (piece_finished alerts)
         self.downloaded = 0                  # payload bytes received from peers
+        self.redundant = 0                   # of which duplicates (end-game) or failed hashes
         self.peers_connected = 0
         self.done = threading.Event()
 
@@ -156,6 +158,7 @@ class FetchJob:
     def _refresh_have(self) -> None:
         st = self.handle.status(lt.status_flags_t.query_pieces)
         self.have = {i for i, b in enumerate(st.pieces) if b}
+        self.missing = self.wanted - self.have
         self.checking = "checking" in str(st.state)
 
     def _on_file_prio(self) -> None:
@@ -176,14 +179,15 @@ class FetchJob:
             self.index_parts.clear()
             for p in self.index_range:
                 self.handle.read_piece(p)
-        if self.state == DOWNLOADING and self.wanted <= self.have:
+        if self.state == DOWNLOADING and not self.missing:
             # finished pieces may still sit in libtorrent's store buffer: complete once they are in the files
             self._set_state(FLUSHING)
             self.handle.flush_cache()
 
     def _on_flushed(self) -> None:
         if self.state == FLUSHING:
-            self.downloaded = self.handle.status().total_payload_download
+            st = self.handle.status()
+            self.downloaded, self.redundant = st.total_payload_download, st.total_redundant_bytes
             self._set_state(COMPLETE)
             if self.service.resume is not None:
                 self.handle.save_resume_data(RESUME_FLAGS)
@@ -210,6 +214,7 @@ class FetchJob:
             return self._fail("index-invalid", f"index refused: {bad}")
         self.chosen = self.selection.choose(self.entries)
         self.wanted = set(self.index_range) | archive_pieces(self.entries, self.chosen)
+        self.missing = self.wanted - self.have
         if not self._space_for(piece_bytes(self.wanted - self.have, mi.total_length)):
             return
         self.handle.prioritize_pieces([4 if i in self.wanted else 0 for i in range(mi.num_pieces)])
@@ -237,6 +242,7 @@ class FetchJob:
             self._on_file_prio()
         elif e.kind == ev.PIECE_FINISHED:
             self.have.add(e.data["piece"])
+            self.missing.discard(e.data["piece"])
             self.received.add(e.data["piece"])
             self._evaluate()
         elif e.kind == ev.FLUSHED:
@@ -245,8 +251,7 @@ class FetchJob:
             self._on_read_piece(e.data)
         elif e.kind == ev.CHECKED:
             if self.metainfo is not None:
-                self._refresh_have()
-                self.checking = False
+                self._refresh_have()        # still checking if a forced recheck follows the resume check
                 self._evaluate()
         elif e.kind == ev.ERROR:
             self._fail(e.data["code"], e.data["message"], remove=False)
@@ -255,6 +260,7 @@ class FetchJob:
         elif e.kind == ev.STATUS:
             d = e.data
             self.downloaded, self.peers_connected = d["total_payload_download"], d["num_peers"]
+            self.redundant = d["total_redundant_bytes"]
             if self.checking and "checking" not in d["state"] and self.metainfo is not None:
                 self._refresh_have()
                 self._evaluate()
@@ -339,5 +345,6 @@ class FetchJob:
                 "wanted_pieces": len(self.wanted), "have_wanted_pieces": len(self.wanted & self.have),
                 "wanted_bytes": wanted, "done_bytes": self.done_bytes,
                 "progress": (self.done_bytes / wanted) if wanted else 0.0,
-                "downloaded": self.downloaded, "peers": self.peers_connected, "attempts": self.attempts,
+                "downloaded": self.downloaded, "redundant": self.redundant, "peers": self.peers_connected,
+                "attempts": self.attempts,
                 "resumed": self.resumed, "rechecked": self.rechecked}

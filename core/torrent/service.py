@@ -75,7 +75,8 @@ def _convert(a) -> list[ev.TorrentEvent]:
     if t in ("peer_connect_alert", "peer_disconnected_alert"):
         return [ev.TorrentEvent(ev.PEER, ih, {"connected": t == "peer_connect_alert", "peer": str(a.endpoint)})]
     if t in ("listen_succeeded_alert", "listen_failed_alert"):
-        return [ev.TorrentEvent(ev.LISTEN, "", {"ok": t == "listen_succeeded_alert", "message": a.message()})]
+        return [ev.TorrentEvent(ev.LISTEN, "", {"ok": t == "listen_succeeded_alert", "message": a.message(),
+                                                "socket": str(a.socket_type).rsplit(".", 1)[-1]})]
     if t in ("portmap_alert", "portmap_error_alert"):
         return [ev.TorrentEvent(ev.PORTMAP, "", {"ok": t == "portmap_alert", "message": a.message()})]
     return []
@@ -189,7 +190,7 @@ class TorrentService:
             fut.set_exception(RuntimeError("torrent service stopped"))
 
     def _dispatch(self, e: ev.TorrentEvent) -> None:
-        if e.kind == ev.LISTEN:
+        if e.kind == ev.LISTEN and e.data["socket"] == "tcp":   # peers reach us over TCP (uTP may be off)
             self.listen_ok = e.data["ok"] if self.listen_ok is not True else True
         elif e.kind == ev.PORTMAP:
             self.portmap_ok = bool(self.portmap_ok) or e.data["ok"]
@@ -226,6 +227,8 @@ class TorrentService:
     def add_torrent(self, atp, owner: Owner):
         """Alert thread only."""
         atp.save_path = str(Path(atp.save_path).resolve())
+        known = set(atp.trackers)
+        atp.trackers = list(atp.trackers) + [t for t in self.settings.trackers if t not in known]
         h = self._ses.add_torrent(atp)
         owner.infohash = str(h.info_hash())
         self.owners[owner.infohash] = owner
@@ -244,6 +247,16 @@ class TorrentService:
         raw = torrent if isinstance(torrent, bytes) else Path(torrent).read_bytes()
         st = SeededTorrent(self, community_id, Path(data_dir), raw)
         return self.call(st.start).result(30)
+
+    def resume_jobs(self) -> list:
+        """Restart every saved download that had not finished (app start). Returns the jobs."""
+        from core.torrent.selection import Selection
+        out = []
+        for j in (self.resume.jobs() if self.resume else []):
+            if j.get("state") not in ("complete", "error", "cancelled"):
+                out.append(self.fetch(j["magnet"], j["data_dir"], Selection.from_json(j.get("selection", {})),
+                                      community_id=j["community_id"], peers=[tuple(p) for p in j.get("peers", [])]))
+        return out
 
     def fetch(self, magnet: str, data_dir: Path | str, selection=None, *, community_id: str | None = None,
               peers=()):

@@ -5,6 +5,7 @@ Default: ~100 MB of archives. ARCHIVIST_SLOW=1: ~1 GB (ARCHIVIST_TORRENT_BENCH_M
 from __future__ import annotations
 
 import os
+import shutil
 import time
 
 import libtorrent as lt
@@ -35,11 +36,15 @@ def _bare_transfer(community, dest) -> float:
         h = leecher.add_torrent(atp)
         h.connect_peer(("127.0.0.1", seeder.listen_port()))
         deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
+        finished = False
+        while time.monotonic() < deadline:   # same end point as our member: finished, then written out
             leecher.wait_for_alert(100)
-            if any(isinstance(a, lt.torrent_finished_alert) for a in leecher.pop_alerts()) and h.status().is_seeding:
-                h.flush_cache()
-                return time.perf_counter() - t0
+            for a in leecher.pop_alerts():
+                if isinstance(a, lt.torrent_finished_alert) and not finished:
+                    finished = True
+                    h.flush_cache()
+                elif isinstance(a, lt.cache_flushed_alert) and finished:
+                    return time.perf_counter() - t0
         raise TimeoutError("bare transfer did not finish")
     finally:
         del seeder, leecher
@@ -54,22 +59,29 @@ def test_transfer_benchmark(tmp_path, capsys):
     mi = community.metainfo
     total = mi.total_length
 
-    bare_s = _bare_transfer(community, tmp_path / "bare")
-    assert (tmp_path / "bare" / community.community_id / "index").read_bytes() == (community.folder / "index").read_bytes()
-
     services = Services(tmp_path)
     try:
         seeder = services("seeder")
         seeder.seed(community.community_id, community.data_dir, community.raw)
-        member = services("member")
         peers = [("127.0.0.1", seeder.listen_port)]
-        t0 = time.perf_counter()
-        job = member.fetch(community.magnet, tmp_path / "ours", Selection("all"), peers=peers)
-        assert job.wait(900) and job.state == "complete", job.snapshot()
-        ours_s = time.perf_counter() - t0
-        got = tmp_path / "ours" / community.community_id
-        assert (got / "index").read_bytes() == (community.folder / "index").read_bytes()
-        assert job.received == set(range(mi.num_pieces))
+        # alternate the two so that page cache and disk write-back favour neither; keep the best of each
+        bare_times, our_times = [], []
+        for run in range(2):
+            dest = tmp_path / f"bare{run}"
+            bare_times.append(_bare_transfer(community, dest))
+            assert (dest / community.community_id / "index").read_bytes() == (community.folder / "index").read_bytes()
+            shutil.rmtree(dest)
+            member = services(f"member{run}")
+            t0 = time.perf_counter()
+            job = member.fetch(community.magnet, tmp_path / "ours", Selection("all"), peers=peers)
+            assert job.wait(900) and job.state == "complete", job.snapshot()
+            our_times.append(time.perf_counter() - t0)
+            got = tmp_path / "ours" / community.community_id
+            assert (got / "index").read_bytes() == (community.folder / "index").read_bytes()
+            assert job.received == set(range(mi.num_pieces))
+            member.close()     # one source for the latest-only figure, as a member meets it in practice
+            shutil.rmtree(tmp_path / "ours")
+        bare_s, ours_s = min(bare_times), min(our_times)
 
         latest_member = services("latest")
         job2 = latest_member.fetch(community.magnet, tmp_path / "latest", Selection("latest"), peers=peers)
@@ -79,7 +91,6 @@ def test_transfer_benchmark(tmp_path, capsys):
     entries = community.entries()
     latest = entries[job2.chosen[0]]
     index_len = mi.file_length("index")
-    assert latest.size + index_len <= job2.downloaded <= latest.size + index_len + 4 * 16384
 
     with capsys.disabled():
         print(f"\n[torrent bench] {total / 1e6:.0f} MB in {len(entries)} archives, {mi.num_pieces} pieces "
@@ -89,4 +100,6 @@ def test_transfer_benchmark(tmp_path, capsys):
               f"{bare_s:.2f} s = {total / bare_s / 2**20:.0f} MiB/s   (ratio {ours_s / bare_s:.2f}x)")
         print(f"[torrent bench] latest only: fetched {job2.downloaded} payload bytes | reference: that archive "
               f"{latest.size} bytes + index {index_len} bytes = {latest.size + index_len} "
-              f"({job2.downloaded / total * 100:.1f}% of the whole torrent)")
+              f"({job2.downloaded / total * 100:.1f}% of the whole torrent; {job2.redundant} redundant)")
+    assert job2.received == set(latest.pieces) | set(range(mi.file_length("data") // 102400, mi.num_pieces))
+    assert latest.size + index_len <= job2.downloaded <= latest.size + index_len + 4 * 16384

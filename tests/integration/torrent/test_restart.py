@@ -89,3 +89,51 @@ def test_member_killed_mid_download_resumes(services, community, tmp_path):
     assert (got / "data").read_bytes() == (community.folder / "data").read_bytes()
     assert (got / "index").read_bytes() == (community.folder / "index").read_bytes()
     assert not (tmp_path / "m" / ".torrent-state" / "running.marker").exists()
+
+
+def test_clean_shutdown_then_resume_jobs_continues(services, community, tmp_path):
+    seeder = services("seeder", upload_rate_limit=700_000)
+    seeder.seed(community.community_id, community.data_dir, community.raw)
+    member = services("member", resume_interval=0.5)
+    some = threading.Event()
+    member.subscribe(lambda e: some.set() if e.kind == ev.JOB and e.data["state"] == "downloading"
+                     and e.data["have_wanted_pieces"] >= e.data["wanted_pieces"] // 3 else None)
+    job = member.fetch(community.magnet, tmp_path / "m", Selection("all"), peers=[("127.0.0.1", seeder.listen_port)])
+    assert some.wait(30), job.snapshot()
+    had = len(job.have)
+    member.close()                                    # saves resume data, removes the marker
+    assert job.state != "complete"
+    again = services("member")                        # same state folder
+    assert not again.unclean_previous
+    (job2,) = again.resume_jobs()
+    assert job2.resumed and not job2.rechecked
+    assert job2.wait(60) and job2.state == "complete", job2.snapshot()
+    assert job2.downloaded <= job2.wanted_bytes - (had - 2) * 102400
+    got = tmp_path / "m" / community.community_id
+    assert (got / "data").read_bytes() == (community.folder / "data").read_bytes()
+
+
+def test_port_in_use_falls_back_to_another_port(services):
+    import socket
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        s = services("second", listen_port=port)
+        assert s.listen_port not in (0, port)
+
+
+def test_unreachable_seeder_says_so(services, community):
+    states = []
+    changed = threading.Event()
+
+    def on(e):
+        if e.kind == ev.SEED:
+            states.append(e.data["state"])
+            if e.data["state"] == "not-reachable":
+                changed.set()
+    seeder = services("seeder", listen_host="192.0.2.1")      # TEST-NET-1: not an address of this machine
+    seeder.subscribe(on)
+    seeder.seed(community.community_id, community.data_dir, community.raw)
+    assert changed.wait(10), (states, seeder.listen_ok)
+    assert seeder.listen_ok is False

@@ -42,33 +42,25 @@ def test_aria2_fetches_metadata_from_our_magnet(aria2, services, community, tmp_
     assert (got / "data").read_bytes() == (community.folder / "data").read_bytes()
 
 
-def test_our_member_downloads_what_aria2_seeds(aria2, services, community, tmp_path):
+def test_our_members_download_what_aria2_seeds(aria2, services, community, tmp_path):
+    """Two members at once (aria2 unchokes on a ~10 s cycle): one fetches everything, one only the latest."""
     src = tmp_path / "aria-seed"
     shutil.copytree(community.folder, src / community.community_id)
     port = free_port()
     proc = aria2(f"--dir={src}", "--seed-ratio=0.0", "--check-integrity=true", str(community.torrent_path),
                  port=port)
     wait_listening(port, proc)
-    member = services("member")
-    job = member.fetch(community.magnet, tmp_path / "m", Selection("all"), peers=[("127.0.0.1", port)])
-    assert job.wait(90), job.snapshot()
-    assert job.state == "complete", job.snapshot()
-    got = tmp_path / "m" / community.community_id
+    peers = [("127.0.0.1", port)]
+    full = services("full").fetch(community.magnet, tmp_path / "full", Selection("all"), peers=peers)
+    latest = services("latest").fetch(community.magnet, tmp_path / "latest", Selection("latest"), peers=peers)
+    assert full.wait(90) and full.state == "complete", full.snapshot()
+    assert latest.wait(90) and latest.state == "complete", latest.snapshot()
+    got = tmp_path / "full" / community.community_id
     assert (got / "data").read_bytes() == (community.folder / "data").read_bytes()
     assert (got / "index").read_bytes() == (community.folder / "index").read_bytes()
-
-
-def test_our_member_fetches_only_the_latest_from_aria2(aria2, services, community, tmp_path):
-    src = tmp_path / "aria-seed"
-    shutil.copytree(community.folder, src / community.community_id)
-    port = free_port()
-    proc = aria2(f"--dir={src}", "--seed-ratio=0.0", "--check-integrity=true", str(community.torrent_path),
-                 port=port)
-    wait_listening(port, proc)
-    member = services("member")
-    job = member.fetch(community.magnet, tmp_path / "m", Selection("latest"), peers=[("127.0.0.1", port)])
-    assert job.wait(90) and job.state == "complete", job.snapshot()
     entries = community.entries()
-    latest = max(entries, key=lambda k: entries[k].end)
+    newest = max(entries, key=lambda k: entries[k].end)
     mi = community.metainfo
-    assert job.received == set(entries[latest].pieces) | set(range(mi.file_length("data") // 102400, mi.num_pieces))
+    index = set(range(mi.file_length("data") // 102400, mi.num_pieces))
+    assert latest.chosen == [newest]
+    assert latest.received == set(entries[newest].pieces) | index

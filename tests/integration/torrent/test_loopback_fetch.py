@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 
 from core.archive.constants import PIECE_LENGTH
 from core.torrent import events as ev

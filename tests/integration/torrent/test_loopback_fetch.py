@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import threading
 
-
 from core.archive.constants import PIECE_LENGTH
 from core.torrent import events as ev
 from core.torrent.selection import Selection, index_pieces

@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "core.codex.cli",
     "core.node.cli",
     "core.pipeline.cli",
+    "core.waku.cli",
     "core.appcli",
 ]
 

@@ -102,8 +102,8 @@ class WakuNode:
         h.set_stream_handler(lightpush.LIGHTPUSH_V3_PROTOCOL, lambda s: lightpush.serve_v3(s, self._lightpush_publish))
         h.set_stream_handler(lightpush.LIGHTPUSH_V2_PROTOCOL, lambda s: lightpush.serve_v2(s, self._lightpush_publish))
         if self.store is not None:
-            h.set_stream_handler(store_protocol.STORE_V3_PROTOCOL, lambda s: store_protocol.serve_v3(s, self.store))
-            h.set_stream_handler(store_protocol.STORE_V2_PROTOCOL, lambda s: store_protocol.serve_v2(s, self.store))
+            h.set_stream_handler(store_protocol.STORE_V3_PROTOCOL, self._serve_store_v3)
+            h.set_stream_handler(store_protocol.STORE_V2_PROTOCOL, self._serve_store_v2)
         h.get_network().register_notifee(_ConnNotifee(self))
 
     # --- lifecycle ---
@@ -172,6 +172,14 @@ class WakuNode:
             batch, self._store_buffer = self._store_buffer, []
             if batch:
                 await trio.to_thread.run_sync(self.store.add_many, batch)
+
+    async def _serve_store_v3(self, stream) -> None:
+        await self.flush_store()  # a query sees every message relayed before it
+        await store_protocol.serve_v3(stream, self.store)
+
+    async def _serve_store_v2(self, stream) -> None:
+        await self.flush_store()
+        await store_protocol.serve_v2(stream, self.store)
 
     async def _pruner(self) -> None:
         while True:

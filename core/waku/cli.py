@@ -1,0 +1,73 @@
+"""`archivist wakunode`: a standalone Waku service node (relay, store with 30-day retention, metadata,
+lightpush). Its first line of output is JSON: {"peer_id": ..., "listen_addrs": [...]}; then one JSON line per
+relayed message with --print-messages. Stops on SIGINT/SIGTERM."""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+
+
+def cmd_wakunode(a) -> int:
+    from core.waku.embedded import EmbeddedWakuBackend
+    from core.waku.message import DEFAULT_MAX_MESSAGE_SIZE
+    from core.waku.node import NodeConfig
+    from core.waku.store_db import DAY_NS, MessageStore
+
+    store = None
+    if not a.no_store:
+        store = MessageStore(a.store or ":memory:", retention_ns=int(a.retention_days * DAY_NS))
+    cfg = NodeConfig(host=a.host, tcp_port=a.tcp_port, ws_port=None if a.no_ws else a.ws_port,
+                     cluster_id=a.cluster, shards=tuple(a.shard or [32]), key_path=a.key, store=store,
+                     pubsub_topics=tuple(a.pubsub_topic) or None,
+                     max_message_size=a.max_message_size or DEFAULT_MAX_MESSAGE_SIZE)
+    node = EmbeddedWakuBackend(cfg)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        node.start()
+    except Exception as e:  # port in use, bad key file...
+        print(json.dumps({"error": str(e)}), file=sys.stderr)
+        return 2
+    try:
+        print(json.dumps({"peer_id": node.peer_id, "listen_addrs": node.listen_addrs}), flush=True)
+        for peer in a.peer or []:
+            try:
+                node.add_peer(peer)
+            except Exception as e:
+                print(json.dumps({"event": "dial_failed", "peer": peer, "error": str(e)}), flush=True)
+        if a.print_messages:
+            def show(rm):
+                print(json.dumps({"event": "message", "pubsub_topic": rm.pubsub_topic,
+                                  "content_topic": rm.message.content_topic, "hash": rm.hash.hex(),
+                                  "timestamp": rm.message.timestamp, "size": len(rm.message.payload)}), flush=True)
+            for t in cfg.topics():
+                node.subscribe(t, [], show)
+        stop.wait()
+    finally:
+        node.stop()
+        if store is not None:
+            store.close()
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("wakunode", help="run a standalone Waku node (relay, store, metadata, lightpush)")
+    p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    p.add_argument("--tcp-port", type=int, default=0, help="TCP port (default: any free port)")
+    p.add_argument("--ws-port", type=int, default=0, help="WebSocket port (default: any free port)")
+    p.add_argument("--no-ws", action="store_true", help="no WebSocket listener")
+    p.add_argument("--cluster", type=int, default=16, help="cluster id (Status: 16)")
+    p.add_argument("--shard", type=int, action="append", help="static shard to relay (repeatable; default 32)")
+    p.add_argument("--pubsub-topic", action="append", default=[], help="relay this pubsub topic instead")
+    p.add_argument("--key", type=Path, help="node key file (created with mode 0600 if missing)")
+    p.add_argument("--store", type=Path, help="SQLite store file (default: in memory)")
+    p.add_argument("--no-store", action="store_true", help="do not serve the store protocol")
+    p.add_argument("--retention-days", type=float, default=30.0, help="store retention (default 30 days)")
+    p.add_argument("--max-message-size", type=int, default=0, help="bytes (default 150 KiB, nwaku's)")
+    p.add_argument("--peer", action="append", help="multiaddr to dial at start (repeatable)")
+    p.add_argument("--print-messages", action="store_true", help="print one JSON line per relayed message")
+    p.set_defaults(func=cmd_wakunode)

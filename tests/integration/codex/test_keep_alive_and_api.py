@@ -85,3 +85,19 @@ def test_member_node_verifies_what_peers_send(codex_nodes, clients):
     from core.codex.errors import CodexNotFound
     with pytest.raises(CodexNotFound):
         clients(member_node.url).download(cid, network=True)
+
+
+def test_network_fetch_then_local_download(codex_nodes, clients):
+    owner_node, member_node = codex_nodes("o"), codex_nodes("m", network_give_up=0.2)
+    member_node.add_peer(owner_node)
+    data = bytes(range(256)) * 1000
+    cid = clients(owner_node.url).upload(data)
+    mc = clients(member_node.url)
+    assert mc.exists(cid) is False
+    m = mc.fetch(cid)                       # POST /data/{cid}/network
+    assert m.dataset_size == len(data) and m.blocks == 4
+    assert mc.exists(cid) is True and mc.download(cid) == data
+    import pytest
+    from core.codex.errors import CodexNotFound
+    with pytest.raises(CodexNotFound):
+        mc.fetch(str(manifest_cid(b"nobody has this")))

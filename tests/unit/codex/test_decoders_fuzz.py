@@ -86,3 +86,24 @@ def test_manifest_json_parser_survives_arbitrary_json(obj):
         manifest_from_json(obj)
     except ManifestError:
         pass
+
+
+@FUZZ
+@given(st.sampled_from([200, 204, 400, 404, 413, 422, 500, 503]), st.binary(max_size=300),
+       st.sampled_from(["upload", "exists", "space", "manifest", "fetch", "debug_info", "download", "delete"]))
+def test_client_survives_arbitrary_responses(status, body, call):
+    """Whatever a node (or a proxy in front of it) answers, the client returns or raises a CodexError."""
+    import httpx
+
+    from core.codex.client import CodexClient
+    from core.codex.errors import CodexError
+    cid = str(manifest_for(b"x").cid())
+    c = CodexClient("http://node/api/codex/v1",
+                    transport=httpx.MockTransport(lambda r: httpx.Response(status, stream=httpx.ByteStream(body))))
+    args = (b"data",) if call == "upload" else () if call in ("space", "debug_info") else (cid,)
+    try:
+        getattr(c, call)(*args)
+    except CodexError:
+        pass
+    finally:
+        c.close()

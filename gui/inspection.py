@@ -156,6 +156,23 @@ def open_source(source: str, torrent: str | None = None) -> InspectorResult:
     return res
 
 
+def message_counts(folder: Path, only: set[str] | None = None) -> dict[str, int]:
+    """Messages per archive of a folder (decoded on a worker thread; archives that do not decode are left out)."""
+    out: dict[str, int] = {}
+    entries = codec.decode_index((folder / INDEX_FILE).read_bytes())
+    with open(folder / DATA_FILE, "rb") as f:
+        for aid, e in codec.sorted_entries(entries):
+            if only is not None and aid not in only:
+                continue
+            f.seek(e.offset)
+            raw = f.read(e.raw_size)
+            try:
+                out[aid] = len(codec.decode_archive(raw, archive_id=aid).messages)
+            except ArchiveError:
+                continue
+    return out
+
+
 def archive_messages(folder: Path, archive_id: str) -> list[codec.ArchiveMessage]:
     """Decode one archive's messages (raises ArchiveError with a reason)."""
     entries = codec.decode_index((folder / INDEX_FILE).read_bytes())

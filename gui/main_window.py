@@ -44,6 +44,8 @@ class MainWindow(QMainWindow):
         self.ops = ops or Operations(self)
         self.adapter: EngineAdapter | None = None
         self.history_source = None
+        self._counts: dict[str, int] = {}         # archive id -> messages, decoded once on a worker thread
+        self._count_tried: set[str] = set()
         self.current_id: str | None = None
 
         self.communities = CommunitiesView()
@@ -69,7 +71,8 @@ class MainWindow(QMainWindow):
         self.split.addWidget(self.communities)
         self.split.addWidget(self.tabs)
         self.split.setStretchFactor(1, 1)
-        self.split.setSizes([330, 870])
+        self.split.setChildrenCollapsible(False)
+        self.split.setSizes([360, 840])
         self.setCentralWidget(self.split)
         self.op_label = QLabel("")
         self.statusBar().addPermanentWidget(self.op_label)
@@ -168,10 +171,34 @@ class MainWindow(QMainWindow):
             self.history.set_community(c.community_id, c.name)
 
     def _show_state(self, c: CommunityState) -> None:
+        c = self._with_counts(c)
         view = self.control if c.role == Role.CONTROL else self.member
         view.show_state(c)
         self.stack.setCurrentWidget(view.parentWidget().parentWidget())
         self.act_archive.setEnabled(c.role == Role.CONTROL)
+
+    def _with_counts(self, c: CommunityState) -> CommunityState:
+        """Fill in message counts the snapshot lacks (timeline, member table) from the archive folder."""
+        from dataclasses import replace
+        want = {a.archive_id for a in c.archives if a.messages is None and a.archive_id not in self._count_tried
+                and (c.role == Role.CONTROL or a.imported)}
+        root = getattr(getattr(self.adapter.engine, "paths", None), "archive_dir", None) if self.adapter else None
+        if want and root is not None:
+            self._count_tried |= want
+            folder = Path(root) / c.community_id
+            from gui.views.inspector import _inspection
+
+            def merge(counts: dict) -> None:
+                self._counts.update(counts)
+                if self.current_id == c.community_id and self.adapter and self.adapter.community(c.community_id):
+                    self._show_state(self.adapter.community(c.community_id))
+            self.ops.run(lambda ctx: _inspection().message_counts(folder, want), on_done=merge,
+                         key=f"counts-{c.community_id}", label="count messages")
+        if not any(a.messages is None and a.archive_id in self._counts for a in c.archives):
+            return c
+        return replace(c, archives=tuple(replace(a, messages=self._counts[a.archive_id])
+                                         if a.messages is None and a.archive_id in self._counts else a
+                                         for a in c.archives))
 
     def _command(self, what: str, method: str, *args, on_done=None, **kwargs) -> None:
         if self.adapter is None:

@@ -56,6 +56,7 @@ class CommunitiesView(QWidget):
         self.empty = QLabel("No communities yet. The engine lists communities you own or joined; "
                             "the Inspector works without one.")
         self.empty.setWordWrap(True)
+        self.setMinimumWidth(280)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         title = QLabel("Communities")
@@ -65,7 +66,10 @@ class CommunitiesView(QWidget):
         lay.addWidget(self.empty)
 
     def update_states(self, states: list[CommunityState]) -> None:
+        fresh = self.model.rowCount() == 0
         self.model.replace_all(states)
+        if fresh and states:
+            self.view.resizeColumnsToContents()
         self.empty.setVisible(not states)
         if states and not self.view.currentIndex().isValid():
             self.select(states[0].community_id)

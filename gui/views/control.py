@@ -125,6 +125,7 @@ class ControlView(QWidget):
             self.peers.setText(str(c.peers))
             self.uploaded.setText(fmt_bytes(c.uploaded))
             self.magnet.setText(c.magnet or "(none yet: no archive built)")
+            self.magnet.setCursorPosition(0)
             self.copy_btn.setEnabled(bool(c.magnet))
         finally:
             self._updating = False

@@ -6,11 +6,12 @@ from typing import Any
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from gui.models import Column, KeyedTableModel, fmt_time, payload_preview
+from gui.models import Column, KeyedTableModel, fmt_time, payload_preview, short_id
 from gui.views.inspector import make_table
 
 PAGE = 500
-PREFERRED = ("timestamp", "clock", "chat_id", "chat", "topic", "from", "author", "text", "payload", "id", "hash")
+PREFERRED = ("timestamp", "author", "from", "text", "payload", "chat_id", "chat", "source", "id", "hash")
+HIDDEN = {"clock", "topic", "content_type", "app_type"}     # internal fields: not worth a column
 
 
 def cell(v: Any) -> str:
@@ -23,8 +24,8 @@ def columns_for(rows: list[dict]) -> list[str]:
     keys: list[str] = []
     for r in rows[:50]:
         keys += [k for k in r if k not in keys]
-    ordered = [k for k in PREFERRED if k in keys] + [k for k in keys if k not in PREFERRED]
-    return ordered[:8]
+    ordered = [k for k in PREFERRED if k in keys] + [k for k in keys if k not in PREFERRED and k not in HIDDEN]
+    return ordered[:7]
 
 
 class HistoryView(QWidget):
@@ -104,4 +105,7 @@ class HistoryView(QWidget):
                     return fmt_time(v / 1000 if v > 10**11 else v)
                 return cell(v)
             return Column(k, lambda r, k=k: r[1].get(k), text)
-        return Column(k, lambda r, k=k: cell(r[1].get(k)))
+        def short(r, k=k):
+            v = cell(r[1].get(k))
+            return short_id(v, 12) if v.startswith("0x") and len(v) > 24 else v
+        return Column(k, lambda r, k=k: cell(r[1].get(k)), short, lambda r, k=k: cell(r[1].get(k)))

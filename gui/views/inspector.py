@@ -32,6 +32,7 @@ def make_table(model, *, search: QLineEdit | None = None) -> tuple[QTableView, Q
         model.setParent(view)
     view.setModel(proxy)
     view.setSortingEnabled(True)
+    view.sortByColumn(-1, Qt.SortOrder.AscendingOrder)   # source order until the user clicks a header
     view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
     view.setSelectionMode(QTableView.SelectionMode.SingleSelection)
     view.setAlternatingRowColors(True)
@@ -101,9 +102,12 @@ class InspectorView(QWidget):
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
+        self.faulty: set[str] = set()     # archives named by an error finding: shown in red
         self.archives = KeyedTableModel(archive_columns(), key=lambda r: r.archive_id,
-                                        foreground=lambda r: ERROR_COLOR if r.error else None)
+                                        foreground=lambda r: ERROR_COLOR if r.error or r.archive_id in self.faulty
+                                        else None)
         self.archive_view, self.archive_proxy = make_table(self.archives)
+        self.archive_view.sortByColumn(3, Qt.SortOrder.AscendingOrder)   # data order (offset)
         self.archive_view.selectionModel().currentRowChanged.connect(self._archive_selected)
 
         self.search = QLineEdit()
@@ -163,6 +167,8 @@ class InspectorView(QWidget):
 
     def _show(self, res) -> None:   # gui.inspection.InspectorResult
         self.result = res
+        self.faulty = {f.archive_id for f in res.faults if f.archive_id}
+        self.archives.clear()
         self.archives.replace_all(res.rows)
         self.messages.clear()
         self.message_info.setText("Select an archive to decode its messages.")

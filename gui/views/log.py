@@ -26,7 +26,8 @@ class LogView(QWidget):
         super().__init__(parent)
         self._n = 0
         self.model = KeyedTableModel([
-            Column("Time (UTC)", lambda r: r[1], lambda r: fmt_time(r[1]) + time.strftime(":%S", time.gmtime(r[1]))),
+            Column("Time (UTC)", lambda r: r[1], lambda r: time.strftime("%H:%M:%S", time.gmtime(r[1])),
+                   lambda r: fmt_time(r[1])),
             Column("Event", lambda r: r[2]),
             Column("Community", lambda r: r[3] or "", lambda r: short_id(r[3]) if r[3] else "",
                    lambda r: r[3]),
@@ -54,6 +55,8 @@ class LogView(QWidget):
         self.model.upsert((self._n, at or time.time(), name, community_id, details(data or {})))
         if self.model.rowCount() > MAX_ROWS:
             self.model.remove(self.model.rows()[0][0])
+        if self._n <= 3 or self._n % 200 == 0:
+            self.view.resizeColumnsToContents()
         self.view.scrollToBottom()
 
     def add_event(self, e: Event) -> None:

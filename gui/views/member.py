@@ -57,6 +57,7 @@ class MemberView(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.state: CommunityState | None = None
+        self.wanted: set[str] = set()      # archives the current choice asks for
         self.title = QLabel("")
         self.title.setObjectName("heading")
         self.banner = QLabel("")
@@ -69,9 +70,9 @@ class MemberView(QWidget):
             Column("To (UTC)", lambda a: a.end, lambda a: fmt_time(a.end)),
             Column("Size", lambda a: a.size, lambda a: fmt_bytes(a.size), align_right=True),
             Column("Messages", lambda a: a.messages, align_right=True),
-            Column("Here", lambda a: int(a.local) + int(a.imported),
-                   lambda a: "imported" if a.imported else ("local" if a.local else "on offer only")),
-            Column("State", archive_state, tooltip=archive_state),
+            Column("Chosen", lambda a: int(a.archive_id in self.wanted), lambda a: "yes" if a.archive_id in self.wanted
+                   else ""),
+            Column("State", self.state_text, tooltip=self.state_text),
         ], key=lambda a: a.archive_id)
         self.table, self.proxy = make_table(self.model)
         self.table.sortByColumn(1, Qt.SortOrder.AscendingOrder)
@@ -164,10 +165,12 @@ class MemberView(QWidget):
         self.title.setText(f"{c.name} · member")
         self.banner.setText(f"Waiting: {c.waiting_reason}" if c.waiting_reason else "")
         self.banner.setVisible(bool(c.waiting_reason))
+        pol, s, e = (c.policy, c.range_start, c.range_end)
+        self.wanted = {a.archive_id for a in selected_archives(list(c.archives), pol, s, e)}
         self.model.replace_all(list(c.archives))
         local = sum(1 for a in c.archives if a.local)
         imported = sum(1 for a in c.archives if a.imported)
-        self.counts.setText(f"{len(c.archives)} archives on offer · {local} held locally · {imported} imported")
+        self.counts.setText(f"{len(c.archives)} archives on offer · {len(self.wanted)} chosen · {imported} imported")
         if first and c.archives:
             lo, hi = min(a.start for a in c.archives), max(a.end for a in c.archives)
             for d in (self.date_from, self.date_to):
@@ -183,6 +186,13 @@ class MemberView(QWidget):
         self.progress.setMaximum(max(1, len(wanted)))
         self.progress.setValue(sum(1 for a in wanted if a.imported))
         self._preview()
+
+    def state_text(self, a: ArchiveInfo) -> str:
+        if a.state or a.imported:
+            return archive_state(a)
+        if a.archive_id not in self.wanted:
+            return "on offer (not chosen)"
+        return (self.state.waiting_reason if self.state and self.state.waiting_reason else "") or "wanted"
 
     def on_progress(self, data: dict) -> None:
         total = int(data.get("total") or 0)

@@ -101,7 +101,7 @@ class DemoStall:
     notes: list[str] = field(default_factory=list)
 
 
-def demo_stall(root: Path, timeout: float = 180.0) -> DemoStall:
+def demo_stall(root: Path, timeout: float = 180.0, messages: int = 3000, weeks: int = 12) -> DemoStall:
     """Open owner + member windows on the demo engines, then measure the GUI thread while the owner builds
     every archive and the member downloads and imports all of them."""
     from PySide6.QtCore import QEventLoop, QSettings
@@ -123,7 +123,7 @@ def demo_stall(root: Path, timeout: float = 180.0) -> DemoStall:
     meter.start()
     spin(1500)
     idle = meter.stop()
-    nodes = DemoNodes(root / "demo", settle=1.0, tick_seconds=0.3)
+    nodes = DemoNodes(root / "demo", weeks=weeks, messages=messages, settle=1.0, tick_seconds=0.3)
     state: dict = {}
 
     def work():

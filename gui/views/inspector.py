@@ -180,7 +180,9 @@ class InspectorView(QWidget):
         if res.error and res.report:
             text += f" — opened with an error: {res.error}"
         if res.torrent is not None:
-            text += f"\nTorrent {res.torrent.infohash} · {res.torrent.num_pieces} pieces · magnet {res.torrent.magnet()}"
+            text += (f"\nTorrent {res.torrent.infohash} · {res.torrent.num_pieces} pieces · "
+                     f"{len(res.torrent.trackers)} trackers (hover for the magnet link)")
+            self.summary.setToolTip(res.torrent.magnet())
         ok = res.report is not None and res.report.ok and not res.error
         self.summary.setProperty("state", "ok" if ok else "fault")
         self.summary.style().unpolish(self.summary)

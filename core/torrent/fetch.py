@@ -219,6 +219,7 @@ class FetchJob:
             return
         self.handle.prioritize_pieces([4 if i in self.wanted else 0 for i in range(mi.num_pieces)])
         self._set_state(DOWNLOADING)
+        self._evaluate()   # everything wanted may already be on disk (a restart after the download finished)
 
     def _space_for(self, need: int) -> bool:
         free_fn = self.service.free_space or (lambda p: shutil.disk_usage(p).free)

@@ -103,3 +103,35 @@ def test_two_headless_nodes_side_by_side(tmp_path, nodes):
         assert texts == {m.text for m in gen.messages(600, start=now - 3 * WEEK - 600, span=3 * WEEK)}
     finally:
         h.close()
+
+
+@pytest.mark.parametrize("kill_on", ["community.downloadingHistoryArchivesStarted",
+                                     "community.importingHistoryArchiveMessages"])
+def test_member_killed_mid_way_completes_after_restart(tmp_path, nodes, kill_on):
+    gen = TrafficGenerator(seed=22, channels=2, authors=5)
+    now = int(time.time())
+    cdir, mdir = tmp_path / "control", tmp_path / "member"
+    cdir.mkdir()
+    keyfile = tmp_path / "community.key"
+    gen.community.save(keyfile)
+    count = 6000
+    write_store(cdir / "messages.sqlite", count, generator=gen, start=now - 8 * WEEK - 600, span=8 * WEEK)
+    control = NodeProcess(_config(tmp_path / "c.toml", cdir, "control", gen, keyfile))
+    nodes.append(control)
+    control.wait_for("community.historyArchivesSeeding")
+    mconf = _config(tmp_path / "m.toml", mdir, "member", gen, waku_peers=control.info["waku_listen"][:1],
+                    torrent_peers=[f"127.0.0.1:{control.info['torrent_port']}"])
+    member = NodeProcess(mconf)
+    member.wait_for(kill_on, 120)
+    member.proc.kill()                      # no clean shutdown: SIGKILL
+    member.proc.wait()
+    member = NodeProcess(mconf)
+    nodes.append(member)
+    member.wait_for("community.downloadingHistoryArchivesFinished", 180)
+    import sqlite3
+    db = sqlite3.connect(mdir / "history.sqlite")
+    try:
+        n, distinct = db.execute("SELECT COUNT(*), COUNT(DISTINCT id) FROM history_messages").fetchone()
+    finally:
+        db.close()
+    assert n == distinct == count

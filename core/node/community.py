@@ -21,6 +21,7 @@ class CommunityConfig:
     range_end: int | None = None
     announce_on: tuple[str, ...] = ("magnetlinks", "memberUpdate")
     trackers: tuple[str, ...] = ()
+    encrypted: bool = False                    # token-gated: archives are hash-ratchet encrypted
 
     @property
     def topics(self) -> list[bytes]:

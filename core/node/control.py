@@ -46,10 +46,10 @@ class ControlNode:
     def __init__(self, cfg: CommunityConfig, paths: NodePaths, state: ArchiveStateDB, bus: E.EventBus,
                  clock, *, seeder: Seeder | None = None, announcer: Announcer | None = None,
                  store_query: StoreQuery | None = None, builder: Builder = build_archives,
-                 interval: int = PARTITION_SECONDS, retention: int = RETENTION_SECONDS):
+                 interval: int = PARTITION_SECONDS, retention: int = RETENTION_SECONDS, group_keys=None):
         self.cfg, self.paths, self.state, self.bus, self.clock = cfg, paths.ensure(), state, bus, clock
         self.seeder, self.announcer, self.store_query, self.builder = seeder, announcer, store_query, builder
-        self.interval, self.retention = interval, retention
+        self.interval, self.retention, self.group_keys = interval, retention, group_keys
         self.seeding = None
         self.magnet: str | None = None
         self.announcements = 0
@@ -146,7 +146,7 @@ class ControlNode:
         now = int(self.clock.now())
         self.bus.publish(E.CREATING_HISTORY_ARCHIVES, self.cid)
         res = self.builder(self.paths.messages_db, self.cid, self.cfg.topics, self.paths.archive_dir,
-                           self.paths.torrent_dir, end=now, trackers=self.cfg.trackers)
+                           self.paths.torrent_dir, end=now, trackers=self.cfg.trackers, transform=self._transform())
         if not res.new_archive_ids:
             self.bus.publish(E.NO_HISTORY_ARCHIVES_CREATED, self.cid)
             return res
@@ -156,6 +156,14 @@ class ControlNode:
         if announce:
             self.announce()
         return res
+
+    def _transform(self):
+        """Encrypted communities: each archive is wrapped with the community's current hash-ratchet key."""
+        if not self.cfg.encrypted:
+            return None
+        from core.status.archive_encryption import HashRatchetEncryptor
+        from core.status.identity import community_id_bytes
+        return HashRatchetEncryptor(self.group_keys, community_id_bytes(self.cid))
 
     def _seed(self) -> None:
         tpath = torrent_path(self.paths.torrent_dir, self.cid)

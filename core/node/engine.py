@@ -27,6 +27,9 @@ class Engine:
         self.clock = clock or SystemClock()
         self.bus = E.EventBus()
         self.state = ArchiveStateDB(self.paths.state_db)
+        from core.status.archive_encryption import GroupKeyStore, open_archive_bytes
+        self.group_keys = GroupKeyStore(self.paths.root / "group-keys.json")
+        self.unwrap = lambda raw: open_archive_bytes(raw, self.group_keys)
         self.transport, self.torrents, self.hydrator = transport, torrents, hydrator
         self.settle, self.tick_seconds, self.peers = settle, tick_seconds, tuple(peers)
         self.nodes: dict[str, ControlNode | MemberNode] = {}
@@ -40,7 +43,7 @@ class Engine:
         if cfg.role == "control":
             node: ControlNode | MemberNode = ControlNode(
                 cfg, self.paths, self.state, self.bus, self.clock, seeder=self.torrents, announcer=self._announce,
-                store_query=self._store_query)
+                store_query=self._store_query, group_keys=self.group_keys)
             topics = [status_topics.content_topic(c) for c in cfg.channel_chat_ids]
             if self.transport is not None and topics:
                 self._unsubs.append(self.transport.subscribe(topics, lambda m, n=node: self.submit(
@@ -117,6 +120,19 @@ class Engine:
         return self.transport.query(content_topics, start, end) if self.transport is not None else []
 
     # -- commands (futures) --------------------------------------------------------------------------------
+    def add_group_key(self, cid: str, key) -> Future:
+        """Store a community's hash-ratchet key (GroupKey, or "HEX[@TIMESTAMP_MS]") and retry parked archives."""
+        from core.status.archive_encryption import parse_cli_key
+        if isinstance(key, str):
+            key = parse_cli_key(key, cid)
+        self.group_keys.add(key)
+        node = self.nodes.get(cid)
+        if isinstance(node, MemberNode):
+            return self.submit(cid, node.retry_parked)
+        f: Future = Future()
+        f.set_result(0)
+        return f
+
     def set_global_archive_support(self, enabled: bool) -> Future:
         f: Future = Future()
         self.state.set_global_archive_support(enabled)

@@ -126,7 +126,26 @@ class MemberNode:
             self.state.set_last_magnetlink(self.cid, pending[0])
             self.state.clear_pending_link(self.cid)
         self.bus.publish(E.DOWNLOADING_HISTORY_ARCHIVES_FINISHED, self.cid)
-        self._wait("up to date: waiting for the next archive link")
+        self._wait(self._idle_reason())
+
+    def retry_parked(self) -> int:
+        """A key arrived (or the user asked): import the parked archives again, once."""
+        from core.archive.codec import decode_index
+        if not self.parked:
+            return 0
+        entries = decode_index((self.paths.archive_dir / self.cid / "index").read_bytes())
+        n = self.import_archives({a: entries[a] for a in list(self.parked) if a in entries})
+        self._wait(self._idle_reason())
+        return n
+
+    def _idle_reason(self) -> str:
+        if not self.parked:
+            return "up to date: waiting for the next archive link"
+        keyless = sum(1 for r in self.parked.values() if r.startswith("decryption key missing"))
+        if keyless:
+            return (f"{keyless} archive(s) parked: decryption key missing (imported as soon as the community's "
+                    "key arrives)")
+        return f"{len(self.parked)} archive(s) could not be imported: {next(iter(self.parked.values()))}"
 
     def import_archives(self, chosen: Mapping[str, IndexEntry]) -> int:
         """Import what is not imported yet (a set difference on archive IDs), oldest window first; the chunks of

@@ -70,9 +70,9 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True) -> Runn
                 log.warning("waku peer %s unreachable: %s", p, e)
         transport = WakuTransport(waku, store_peers=s.waku_peers)
     history = MemberHistory(s.data_dir / "history.sqlite")
-    engine = Engine(s.data_dir, clock=clock, transport=transport, torrents=torrents,
-                    hydrator=reference_hydrator(history), settle=s.settle_seconds, tick_seconds=s.tick_seconds,
-                    peers=tuple(s.torrent_peers))
+    engine = Engine(s.data_dir, clock=clock, transport=transport, torrents=torrents, settle=s.settle_seconds,
+                    tick_seconds=s.tick_seconds, peers=tuple(s.torrent_peers))
+    engine.hydrator = reference_hydrator(history, unwrap=engine.unwrap)
     node = RunningNode(s, engine, torrents, waku, history)
     if communities:
         node.start_communities()

@@ -22,6 +22,8 @@ class CommunityConfig:
     announce_on: tuple[str, ...] = ("magnetlinks", "memberUpdate")
     trackers: tuple[str, ...] = ()
     encrypted: bool = False                    # token-gated: archives are hash-ratchet encrypted
+    backend: str = "torrent"                   # "torrent" | "codex": one per community, as in status-go
+    codex_api: str | None = None               # Codex REST base URL (…/api/codex/v1 or …/api/storage/v1)
 
     @property
     def topics(self) -> list[bytes]:

@@ -81,7 +81,8 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
                 archive_support=bool(c.get("archive_support", True)), policy=str(c.get("policy", "all")),
                 range_start=c.get("from"), range_end=c.get("to"),
                 announce_on=tuple(c.get("announce_on", ("magnetlinks", "memberUpdate"))),
-                trackers=tuple(c.get("trackers", ())), encrypted=bool(c.get("encrypted", False))))
+                trackers=tuple(c.get("trackers", ())), encrypted=bool(c.get("encrypted", False)),
+                backend=str(c.get("backend", "torrent")), codex_api=c.get("codex_api")))
     except KeyError as e:
         raise ConfigError(f"config is missing {e.args[0]!r}") from None
     except (TypeError, ValueError) as e:

@@ -51,7 +51,9 @@ class ControlNode:
         self.seeder, self.announcer, self.store_query, self.builder = seeder, announcer, store_query, builder
         self.interval, self.retention, self.group_keys = interval, retention, group_keys
         self.seeding = None
-        self.magnet: str | None = None
+        self.magnet: str | None = None           # the announced link: a magnet URI, or an index CID (Codex)
+        self._codex = None
+        self._keep_alive_at = 0.0
         self.announcements = 0
         self._keys = {status_topics.content_topic(c): (c, status_topics.symmetric_key(c))
                       for c in cfg.channel_chat_ids}
@@ -97,6 +99,8 @@ class ControlNode:
 
     # -- schedule --------------------------------------------------------------------------------------------
     def folder_last_end(self) -> int | None:
+        if self.cfg.backend == "codex":
+            return self.codex_owner().last_end
         from core.archive.folder import ArchiveFolder
         p = self.paths.archive_dir / self.cid
         return ArchiveFolder(p).last_end if p.exists() else None
@@ -115,9 +119,14 @@ class ControlNode:
         """Seed what exists, catch up from store nodes, build missed partitions, announce once."""
         if self.support() is not ArchiveSupport.ON:
             return
-        folder, _ = recover_community(self.paths.archive_dir, self.paths.torrent_dir, self.cid, self.cfg.trackers)
-        if folder.entries:
-            self._seed()
+        if self.cfg.backend == "codex":
+            self.magnet = self.codex_owner().index_cid
+            self.codex_owner().keep_alive()        # data on Codex expires: store again what is due
+        else:
+            folder, _ = recover_community(self.paths.archive_dir, self.paths.torrent_dir, self.cid,
+                                          self.cfg.trackers)
+            if folder.entries:
+                self._seed()
         self.catch_up()
         self.build(announce=False)
         self.announce()  # once per start, whether or not the catch-up made new archives
@@ -139,12 +148,42 @@ class ControlNode:
         res = None
         if due is not None and self.clock.now() >= due:
             res = self.build()
+        if self.cfg.backend == "codex" and self.clock.now() - self._keep_alive_at >= 24 * 3600:
+            self._keep_alive_at = self.clock.now()
+            self.codex_owner().keep_alive()
         self.apply_retention()
+        return res
+
+    def codex_owner(self):
+        if self._codex is None:
+            from core.codex.backend import CodexOwner
+            from core.codex.client import CodexClient
+            if not self.cfg.codex_api:
+                raise ValueError(f"community {self.cid} uses Codex but has no codex_api URL")
+            self._codex = CodexOwner(CodexClient(self.cfg.codex_api), self.paths.root / "codex", self.cid,
+                                     transform=self._transform(), clock=self.clock.now, interval=self.interval)
+        return self._codex
+
+    def _build_codex(self, announce: bool):
+        """Seed 002: each archive uploaded on its own; the index CID is the link."""
+        owner = self.codex_owner()
+        res = owner.publish(self.paths.messages_db, self.cfg.topics, end=int(self.clock.now()))
+        if not res.new_archive_ids:
+            self.bus.publish(E.NO_HISTORY_ARCHIVES_CREATED, self.cid)
+            return res
+        self.state.set_last_archive_end(self.cid, max(a["to"] for a in res.archives))
+        self.magnet = res.index_cid
+        self.bus.publish(E.HISTORY_ARCHIVES_CREATED, self.cid, archives=res.archives, link=res.index_cid)
+        self.bus.publish(E.HISTORY_ARCHIVES_SEEDING, self.cid, link=res.index_cid)
+        if announce:
+            self.announce()
         return res
 
     def build(self, announce: bool = True) -> BuildResult | None:
         now = int(self.clock.now())
         self.bus.publish(E.CREATING_HISTORY_ARCHIVES, self.cid)
+        if self.cfg.backend == "codex":
+            return self._build_codex(announce)
         res = self.builder(self.paths.messages_db, self.cid, self.cfg.topics, self.paths.archive_dir,
                            self.paths.torrent_dir, end=now, trackers=self.cfg.trackers, transform=self._transform())
         if not res.new_archive_ids:

@@ -49,7 +49,12 @@ class Engine:
                 self._unsubs.append(self.transport.subscribe(topics, lambda m, n=node: self.submit(
                     n.cid, n.store_messages, [m])))
         else:
-            node = MemberNode(cfg, self.paths, self.state, self.bus, self.clock, fetcher=self.torrents,
+            fetcher = self.torrents
+            if cfg.backend == "codex":
+                from core.codex.client import CodexClient
+                from core.codex.fetcher import CodexFetcher, LinkFetcher
+                fetcher = LinkFetcher(self.torrents, CodexFetcher(CodexClient(cfg.codex_api), untransform=self.unwrap))
+            node = MemberNode(cfg, self.paths, self.state, self.bus, self.clock, fetcher=fetcher,
                               hydrator=self.hydrator, settle=self.settle, peers=self.peers)
             if self.transport is not None:
                 for chat in cfg.link_chat_ids:

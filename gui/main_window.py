@@ -79,6 +79,7 @@ class MainWindow(QMainWindow):
         self._make_actions()
         self._wire()
         self.restore_state()
+        self.apply_settings()
         if engine is not None:
             self.attach_engine(engine)
 
@@ -266,10 +267,15 @@ class MainWindow(QMainWindow):
                       TAB_LOG: self.log.search}.get(self.tabs.currentIndex(), self.inspector.source)
         w.setFocus()
 
+    def apply_settings(self) -> None:
+        from gui.views.settings import load
+        self.inspector.codex_api = load(self.settings)["codex_api_url"] or None
+
     def open_settings(self) -> None:
         dlg = SettingsDialog(self.settings, self)
         if dlg.exec():
             v = dlg.values()
+            self.apply_settings()
             if self.adapter is not None:
                 self._command("global archive support", "set_global_archive_support", v["global_archive_support"])
 

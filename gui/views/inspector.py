@@ -86,8 +86,9 @@ class InspectorView(QWidget):
         super().__init__(parent)
         self.ops = ops
         self.result = None    # gui.inspection.InspectorResult
+        self.codex_api: str | None = None     # Codex node REST URL (Settings); None: the default local node
         self.source = QLineEdit()
-        self.source.setPlaceholderText("Folder, index, data, .torrent file or magnet link")
+        self.source.setPlaceholderText("Folder, index, data, .torrent file, magnet link or Codex index CID")
         self.source.returnPressed.connect(lambda: self.open(self.source.text()))
         open_btn = QPushButton("Inspect")
         open_btn.clicked.connect(lambda: self.open(self.source.text()))
@@ -158,7 +159,8 @@ class InspectorView(QWidget):
             return
         self.source.setText(source)
         self.summary.setText(f"Opening {source} …")
-        self.ops.run(lambda ctx: _inspection().open_source(source), on_done=self._show, on_error=self._failed,
+        api = self.codex_api
+        self.ops.run(lambda ctx: _inspection().open_source(source, codex_api=api), on_done=self._show, on_error=self._failed,
                      label=f"inspect {source}")
 
     def _failed(self, err: BaseException) -> None:
@@ -192,10 +194,10 @@ class InspectorView(QWidget):
         self.opened.emit(res)
 
     def _archive_selected(self, current, _previous) -> None:
-        if not current.isValid() or self.result is None or self.result.folder is None:
+        if not current.isValid() or self.result is None:
             return
         aid = self.archive_proxy.data(current.siblingAtColumn(0), Qt.ItemDataRole.ToolTipRole)
-        folder = self.result.folder
+        res = self.result
         self.message_info.setText(f"Decoding {aid} …")
 
         def done(msgs) -> None:
@@ -208,7 +210,7 @@ class InspectorView(QWidget):
             self.messages.clear()
             self.message_info.setText(f"{aid} does not decode: {err}")
             self.messages_loaded.emit(aid, -1)
-        self.ops.run(lambda ctx: _inspection().archive_messages(folder, aid), on_done=done, on_error=failed, key="inspector",
+        self.ops.run(lambda ctx: res.messages(aid), on_done=done, on_error=failed, key="inspector",
                      label=f"decode {aid}")
 
     def select_archive(self, archive_id: str) -> bool:

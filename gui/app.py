@@ -70,11 +70,13 @@ def run_demo(headless: bool = False) -> int:
 
 
 def start_demo(owner, member, root: Path):
-    """Owner and member windows are on screen; now start both nodes (slow) on a worker thread."""
+    """Owner and member windows are on screen; now start both nodes (slow) on a worker thread. Its log lines
+    reach the window as operation progress (queued to the GUI thread), never by touching widgets directly."""
     from gui.demo import DemoNodes
-    nodes = DemoNodes(root, log=lambda s: owner.log.add("archivist.demo", None, {"step": s}))
+    nodes = DemoNodes(root)
 
-    def work():
+    def work(ctx):
+        nodes.log = lambda s: ctx.report(0, 0, s)
         nodes.start()
         nodes.add_owner()
         nodes.add_member()
@@ -86,7 +88,9 @@ def start_demo(owner, member, root: Path):
         member.attach_engine(n.member, history=n.history_of)
         member.tabs.setCurrentIndex(0)
         owner.tabs.setCurrentIndex(0)
-    start_in_background(owner, work, attach, "demo nodes")
+    owner.ops.run(work, on_done=attach, label="demo nodes",
+                  on_progress=lambda _d, _t, text: owner.log.add("archivist.demo", None, {"step": text}),
+                  on_error=lambda e: owner.log.add("archivist.startFailed", None, {"what": "demo", "error": str(e)}))
     return nodes
 
 

@@ -101,11 +101,11 @@ class DemoNodes:
                 t.close()
 
 
-def run_headless(root: Path, timeout: float = 120.0) -> int:
+def run_headless(root: Path, timeout: float = 120.0, messages: int = 3000, weeks: int = 12) -> int:
     """The same flow as the window, printed: owner builds and announces, member fetches the latest, then all."""
     from core.node import events as E
     t0 = time.monotonic()
-    d = DemoNodes(root, log=print).start()
+    d = DemoNodes(root, weeks=weeks, messages=messages, log=print).start()
     try:
         for label, eng in (("owner", d.control), ("member", d.member)):
             eng.bus.subscribe(lambda e, label=label: print(f"  [{label}] {e.name}"

@@ -11,91 +11,40 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from core.archive import codec
 from core.archive.build import ArchiveTransform, BuildResult, community_folder, finish_build, plan_build
 from core.archive.constants import MAX_ARCHIVE_PAYLOAD, PARTITION_SECONDS
 from core.archive.errors import ArchiveError
 from core.archive.folder import ArchiveFolder, NewArchive
-from core.archive.partition import chunk_messages
 from core.pipeline.session import SparkJob, SparkOwner
-from core.pipeline.source import read_messages
+from core.pipeline.encode import ENCODED_SCHEMA, make_encoder
+from core.pipeline.source import read_archives, read_messages
 from core.storage import waku_messages
 
-ENCODED_SCHEMA = "window INT, chunk INT, start BIGINT, end BIGINT, messages BIGINT, raw BINARY, error STRING"
+PLANS = ("fused", "dataframe")
 
 
 class PipelineError(ArchiveError):
     code = "pipeline-error"
 
 
-def _hold(address: tuple[str, int] | None) -> None:
-    """Test seam: block this task until the test's socket sends a byte or closes (proves cancel mid-job)."""
-    if address is None:
-        return
-    import socket
-    with socket.create_connection(address, timeout=120) as s:
-        s.recv(1)
-
-
-def make_encoder(windows: Sequence[tuple[int, int]], topics: Sequence[bytes], cap: int,
-                 transform: ArchiveTransform | None, hold: tuple[str, int] | None = None):
-    """mapInArrow function: sorted Arrow batches of one window in, one row per encoded archive out."""
-    windows = [tuple(w) for w in windows]
-    topics = tuple(topics)
-
-    def encode(batches):
-        import pyarrow as pa
-        from core.archive.codec import ArchiveMessage
-        _hold(hold)
-        current: int | None = None
-        pending: list = []
-
-        def flush(window: int):
-            lo, hi = windows[window]
-            for i, chunk in enumerate(chunk_messages(pending, cap)):
-                try:
-                    raw = codec.encode_archive(lo, hi, topics, chunk)
-                    if transform is not None:
-                        raw = transform(raw)
-                    err = None
-                except Exception as e:  # noqa: BLE001 - reported with the window by the driver
-                    raw, err = b"", f"{type(e).__name__}: {e}"
-                yield pa.RecordBatch.from_pylist(
-                    [{"window": window, "chunk": i, "start": lo, "end": hi, "messages": len(chunk), "raw": raw,
-                      "error": err}], schema=_out_schema(pa))
-
-        # Windows arrive sorted; chunk_messages needs the whole window, so messages are materialised per window
-        # (bounded by one window's data, which the reference path also holds).
-        for b in batches:
-            cols = b.to_pydict()
-            for w, ts, h, sig, topic, payload, padding, tpid in zip(
-                    cols["window"], cols["timestamp"], cols["hash"], cols["sig"], cols["topic"], cols["payload"],
-                    cols["padding"], cols["third_party_id"]):
-                if w != current:
-                    if current is not None:
-                        yield from flush(current)
-                    current, pending = w, []
-                pending.append(ArchiveMessage(sig, ts, topic, payload, padding, h, tpid))
-        if current is not None:
-            yield from flush(current)
-
-    return encode
-
-
-def _out_schema(pa):
-    return pa.schema([("window", pa.int32()), ("chunk", pa.int32()), ("start", pa.int64()), ("end", pa.int64()),
-                      ("messages", pa.int64()), ("raw", pa.binary()), ("error", pa.string())])
-
-
 def encode_on_spark(spark, db_path: str, topics: Sequence[bytes], windows: Sequence[tuple[int, int]], *,
                     cap: int = MAX_ARCHIVE_PAYLOAD, transform: ArchiveTransform | None = None,
-                    hold: tuple[str, int] | None = None) -> list[tuple[NewArchive, int]]:
-    """Run the Spark part: returns (archive, message count) in archive order (window, then chunk)."""
+                    hold: tuple[str, int] | None = None, plan: str = "fused") -> list[tuple[NewArchive, int]]:
+    """Run the Spark part: returns (archive, message count) in archive order (window, then chunk).
+
+    plan "fused": the archives data source reads each window ordered by SQLite and chunks and encodes it in the same
+    executor task (fastest: messages never cross the JVM). plan "dataframe": messages become a DataFrame, Spark
+    sorts each window (sortWithinPartitions) and mapInArrow chunks and encodes. Both give the same bytes."""
+    if plan not in PLANS:
+        raise ValueError(f"unknown build plan {plan!r} (choose from {PLANS})")
     if not windows or not topics:
         return []
-    df = read_messages(spark, db_path, topics, windows, cap)
-    encoded = (df.sortWithinPartitions("window", "timestamp", "hash")
-               .mapInArrow(make_encoder(windows, topics, cap, transform, hold), ENCODED_SCHEMA))
+    if plan == "fused":
+        encoded = read_archives(spark, db_path, topics, windows, cap, transform, hold)
+    else:
+        encoded = (read_messages(spark, db_path, topics, windows, cap)
+                   .sortWithinPartitions("window", "timestamp", "hash")
+                   .mapInArrow(make_encoder(windows, topics, cap, transform, hold), ENCODED_SCHEMA))
     rows = sorted(encoded.collect(), key=lambda r: (r["window"], r["chunk"]))
     out = []
     for r in rows:
@@ -116,14 +65,15 @@ def warm_up_build(spark) -> int:
         waku_messages.insert_messages(con, [ArchiveMessage(b"\x04", 10, b"warm", b"up", b"", b"\x01")])
         con.commit()
         con.close()
-        return len(encode_on_spark(spark, db, [b"warm"], [(0, 100)]))
+        return sum(len(encode_on_spark(spark, db, [b"warm"], [(0, 100)], plan=p)) for p in PLANS)
 
 
 def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: str, topics: Sequence[bytes],
               data_dir: Path | str, torrent_dir: Path | str, *, start: int | None = None, end: int | None = None,
               trackers: Sequence[str] = (), transform: ArchiveTransform | None = None,
               cap: int = MAX_ARCHIVE_PAYLOAD, interval: int = PARTITION_SECONDS,
-              now: Callable[[], float] = time.time, hold: tuple[str, int] | None = None) -> BuildResult:
+              now: Callable[[], float] = time.time, hold: tuple[str, int] | None = None,
+              plan: str = "fused") -> BuildResult:
     """Same contract as core.archive.build.build_archives, with the reading, ordering, chunking and encoding on
     Spark. Runs on the Spark owner thread (see `submit_build`)."""
     end = int(now()) if end is None else end
@@ -134,8 +84,9 @@ def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: st
         oldest = waku_messages.oldest_timestamp(con, topics)
     finally:
         con.close()
-    plan = plan_build(folder, oldest, end, start, interval)
-    produced = encode_on_spark(spark, db_path, topics, plan.windows, cap=cap, transform=transform, hold=hold)
+    windows = plan_build(folder, oldest, end, start, interval).windows
+    produced = encode_on_spark(spark, db_path, topics, windows, cap=cap, transform=transform, hold=hold,
+                               plan=plan)
     if job is not None:
         job.check_cancelled()  # last point where a cancel still leaves the folder untouched
     new_ids = folder.append([a for a, _ in produced])

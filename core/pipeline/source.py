@@ -6,9 +6,15 @@ otherwise, and it would move payload blobs through the JVM's JDBC path; the Pyth
 pyspark, reads with the same `sqlite3` module and SQL as the reference path, and hands rows to Spark as Arrow
 batches. One input partition = one 7-day window [lo, hi), because chunking walks a window's messages in order.
 
+Two sources share the reader: `archivist_waku_messages` yields the messages (the `dataframe` build plan sorts
+them in Spark and encodes them with mapInArrow), `archivist_waku_archives` orders in SQLite and chunks and encodes
+inside the reading task, so the messages never leave the Python worker (the `fused` plan: one Python hop, and only
+encoded archives cross the JVM).
+
 Options: `path` (SQLite file, readable by the executors), `topics` (comma-separated 0x<8 hex>), `windows`
 (JSON list of [lo, hi]), `cap` (messages whose len(payload)+len(sig) exceeds it are dropped in SQL, as status-go
-drops them; this also keeps >30 MB blobs out of Spark altogether).
+drops them; this also keeps >30 MB blobs out of Spark altogether). The archives source also takes `transform`
+(base64 of a cloudpickled bytes->bytes function) and `hold` (test seam, "host:port").
 """
 from __future__ import annotations
 
@@ -20,8 +26,10 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from core.archive.constants import MAX_ARCHIVE_PAYLOAD
+from core.pipeline.encode import ENCODED_SCHEMA, encode_chunks, encoded_batch, hold
 
 SOURCE_NAME = "archivist_waku_messages"
+ARCHIVES_SOURCE_NAME = "archivist_waku_archives"
 SCHEMA = ("window INT, timestamp BIGINT, hash BINARY, sig BINARY, topic BINARY, payload BINARY, padding BINARY, "
           "third_party_id STRING")
 BATCH_ROWS = 4096
@@ -70,12 +78,12 @@ class WakuMessagesReader(DataSourceReader):
                 (partition.lo, partition.hi, *self.topics, self.cap))
             cols: list[list] = [[] for _ in range(7)]
             size = 0
-            fromhex = bytes.fromhex
+            fromhex = _unhex
             for ts, h, sig, topic, payload, padding, tpid in cur:
                 cols[0].append(ts)
-                cols[1].append(fromhex(h[2:] if h[:2] in ("0x", "0X") else h))
+                cols[1].append(fromhex(h))
                 cols[2].append(sig)
-                cols[3].append(fromhex(topic[2:] if topic[:2] in ("0x", "0X") else topic))
+                cols[3].append(fromhex(topic))
                 cols[4].append(payload)
                 cols[5].append(padding or b"")
                 cols[6].append(tpid or "")
@@ -89,6 +97,58 @@ class WakuMessagesReader(DataSourceReader):
             con.close()
 
 
+class WakuArchivesSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return ARCHIVES_SOURCE_NAME
+
+    def schema(self) -> str:
+        return ENCODED_SCHEMA
+
+    def reader(self, schema: StructType) -> "WakuArchivesReader":
+        return WakuArchivesReader(dict(self.options))
+
+
+class WakuArchivesReader(WakuMessagesReader):
+    def __init__(self, options: dict):
+        super().__init__(options)
+        self.topic_bytes = tuple(bytes.fromhex(t[2:]) for t in self.topics)
+        self.transform = options.get("transform") or None
+        h = options.get("hold") or None
+        self.hold = (h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1])) if h else None
+
+    def read(self, partition: WindowPartition) -> Iterator:
+        import base64
+        import pyarrow as pa
+        from core.archive.codec import ArchiveMessage
+        hold(self.hold)
+        transform = None
+        if self.transform:
+            from pyspark import cloudpickle
+            transform = cloudpickle.loads(base64.b64decode(self.transform))
+        if not self.topics:
+            return
+        con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            marks = ",".join("?" * len(self.topics))
+            cur = con.execute(
+                f"SELECT sig, timestamp, topic, payload, padding, hash, third_party_id FROM waku_messages "
+                f"WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks}) "
+                f"AND length(payload) + length(sig) <= ? ORDER BY timestamp, hash",
+                (partition.lo, partition.hi, *self.topics, self.cap))
+            msgs = (ArchiveMessage(sig, ts, _unhex(topic), payload, padding or b"", _unhex(h), tpid or "")
+                    for sig, ts, topic, payload, padding, h, tpid in cur)
+            for row in encode_chunks(partition.window, partition.lo, partition.hi, self.topic_bytes, msgs, self.cap,
+                                     transform):
+                yield encoded_batch(pa, row)
+        finally:
+            con.close()
+
+
+def _unhex(v: str) -> bytes:
+    return bytes.fromhex(v[2:] if v[:2] in ("0x", "0X") else v)
+
+
 def _batch(pa, window: int, cols: list[list]):
     n = len(cols[0])
     return pa.RecordBatch.from_arrays(
@@ -100,6 +160,24 @@ def _batch(pa, window: int, cols: list[list]):
 
 def register_sources(spark) -> None:
     spark.dataSource.register(WakuMessagesSource)
+    spark.dataSource.register(WakuArchivesSource)
+
+
+def read_archives(spark, path: str, topics, windows, cap: int = MAX_ARCHIVE_PAYLOAD, transform=None,
+                  hold_at: tuple[str, int] | None = None):
+    """DataFrame of encoded archives (ENCODED_SCHEMA), one input partition (= one task) per window."""
+    import base64
+    from pyspark import cloudpickle
+    r = (spark.read.format(ARCHIVES_SOURCE_NAME)
+         .option("path", str(path))
+         .option("topics", ",".join("0x" + t.hex() for t in topics))
+         .option("windows", json.dumps([list(w) for w in windows]))
+         .option("cap", str(cap)))
+    if transform is not None:
+        r = r.option("transform", base64.b64encode(cloudpickle.dumps(transform)).decode())
+    if hold_at is not None:
+        r = r.option("hold", f"{hold_at[0]}:{hold_at[1]}")
+    return r.load()
 
 
 def read_messages(spark, path: str, topics, windows, cap: int = MAX_ARCHIVE_PAYLOAD):

@@ -52,7 +52,8 @@ def test_job_runs_on_owner_thread_without_blocking_caller(spark_owner, tmp_path)
     assert j.progress() == 1.0
 
 
-def test_cancel_mid_job_leaves_folder_exactly_as_before(spark_owner, tmp_path, hold_server):
+@pytest.mark.parametrize("plan", ["fused", "dataframe"])
+def test_cancel_mid_job_leaves_folder_exactly_as_before(spark_owner, tmp_path, hold_server, plan):
     db = store(tmp_path, weeks=4)
     # An existing folder with archives and a torrent, built by the reference path.
     build_archives(db, COMMUNITY, TOPICS, tmp_path / "d", tmp_path / "t", end=T0 + 2 * WEEK)
@@ -60,7 +61,7 @@ def test_cancel_mid_job_leaves_folder_exactly_as_before(spark_owner, tmp_path, h
     assert before[0] and before[1]
     srv, conns = hold_server
     j = submit_build(spark_owner, db, COMMUNITY, TOPICS, tmp_path / "d", tmp_path / "t", end=T0 + 4 * WEEK,
-                     hold=srv.getsockname())
+                     hold=srv.getsockname(), plan=plan)
     conns.append(srv.accept()[0])  # an encode task is now running inside Spark
     p = j.progress()
     assert 0.0 <= p < 1.0

@@ -1,0 +1,72 @@
+"""Executor-side chunking and encoding, shared by both build plans (see core.pipeline.build)."""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Sequence
+
+from core.archive import codec
+from core.archive.build import ArchiveTransform
+from core.archive.codec import ArchiveMessage
+from core.archive.partition import chunk_messages
+
+ENCODED_SCHEMA = "window INT, chunk INT, start BIGINT, end BIGINT, messages BIGINT, raw BINARY, error STRING"
+ENCODED_NAMES = ["window", "chunk", "start", "end", "messages", "raw", "error"]
+
+
+def hold(address: tuple[str, int] | None) -> None:
+    """Test seam: block this task until the test's socket sends a byte or closes (proves cancel mid-job)."""
+    if address is None:
+        return
+    import socket
+    with socket.create_connection(tuple(address), timeout=120) as s:
+        s.recv(1)
+
+
+def encode_chunks(window: int, lo: int, hi: int, topics: Sequence[bytes], messages: Iterable[ArchiveMessage],
+                  cap: int, transform: ArchiveTransform | None) -> Iterator[tuple]:
+    """Yield one ENCODED_SCHEMA tuple per chunk of one window's ordered messages. Errors become a row (the
+    driver names the window); they never kill the task."""
+    for i, chunk in enumerate(chunk_messages(messages, cap)):
+        try:
+            raw = codec.encode_archive(lo, hi, topics, chunk)
+            if transform is not None:
+                raw = transform(raw)
+            yield (window, i, lo, hi, len(chunk), raw, None)
+        except Exception as e:  # noqa: BLE001
+            yield (window, i, lo, hi, len(chunk), b"", f"{type(e).__name__}: {e}")
+
+
+def encoded_batch(pa, row: tuple):
+    return pa.RecordBatch.from_arrays(
+        [pa.array([row[0]], pa.int32()), pa.array([row[1]], pa.int32()), pa.array([row[2]], pa.int64()),
+         pa.array([row[3]], pa.int64()), pa.array([row[4]], pa.int64()), pa.array([row[5]], pa.binary()),
+         pa.array([row[6]], pa.string())], names=ENCODED_NAMES)
+
+
+def make_encoder(windows: Sequence[tuple[int, int]], topics: Sequence[bytes], cap: int,
+                 transform: ArchiveTransform | None, hold_at: tuple[str, int] | None = None):
+    """mapInArrow function of the `dataframe` plan: Arrow batches sorted by (window, timestamp, hash) in, one
+    row per encoded archive out. A window's messages are materialised (chunking needs them in order)."""
+    windows = [tuple(w) for w in windows]
+    topics = tuple(topics)
+
+    def encode(batches):
+        import pyarrow as pa
+        hold(hold_at)
+        current: int | None = None
+        pending: list = []
+        for b in batches:
+            cols = b.to_pydict()
+            for w, ts, h, sig, topic, payload, padding, tpid in zip(
+                    cols["window"], cols["timestamp"], cols["hash"], cols["sig"], cols["topic"], cols["payload"],
+                    cols["padding"], cols["third_party_id"]):
+                if w != current:
+                    if current is not None:
+                        for row in encode_chunks(current, *windows[current], topics, pending, cap, transform):
+                            yield encoded_batch(pa, row)
+                    current, pending = w, []
+                pending.append(ArchiveMessage(sig, ts, topic, payload, padding, h, tpid))
+        if current is not None:
+            for row in encode_chunks(current, *windows[current], topics, pending, cap, transform):
+                yield encoded_batch(pa, row)
+
+    return encode

@@ -49,6 +49,7 @@ def make_app(argv: list[str] | None = None):
 def create_window(engine: Any = None, folder: Path | None = None):
     from gui.main_window import MainWindow
     w = MainWindow(engine=engine)
+    w.enable_magnet_fetch()
     if folder is not None:
         w.open_path(folder)
     return w

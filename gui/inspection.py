@@ -154,9 +154,70 @@ def open_codex(cid: str, api_url: str, timeout: float = 30.0) -> InspectorResult
     return res
 
 
-def open_source(source: str, torrent: str | None = None, codex_api: str | None = None) -> InspectorResult:
+class MagnetFetcher:
+    """The Inspector's own BitTorrent session, started on first use (on a worker thread). Never the engine's:
+    there a fetch would supersede the member's own download of the same community."""
+
+    def __init__(self, root: Path, settings=None, timeout: float = 120.0):
+        import threading
+        self.root, self.settings, self.timeout = Path(root), settings, timeout
+        self.service = None
+        self._lock = threading.Lock()
+
+    def _session(self):
+        with self._lock:
+            if self.service is None:
+                from core.torrent.service import TorrentService
+                from core.torrent.settings import TorrentSettings
+                self.service = TorrentService(self.settings or TorrentSettings(), self.root / "torrent-state").start()
+            return self.service
+
+    def fetch(self, link: str) -> tuple[Path | None, dict]:
+        """Download the whole torrent (archives are small) into a scratch folder: (folder or None, job snapshot)."""
+        from core.torrent.selection import Selection
+        ih, name, _ = parse_magnet(link)
+        peers = tuple(_peer(p) for p in parse_qs(urlparse(link).query).get("x.pe", []) if _peer(p))
+        dest = self.root / ih
+        dest.mkdir(parents=True, exist_ok=True)
+        job = self._session().fetch(link, dest, Selection("all"), peers=peers)
+        if not job.wait(self.timeout):
+            job.cancel()
+        snap = job.snapshot()
+        folder = dest / (job.community_id or name)
+        return (folder if snap["state"] == "complete" else None), snap
+
+    def close(self) -> None:
+        with self._lock:
+            if self.service is not None:
+                self.service.close()
+                self.service = None
+
+
+def _peer(text: str) -> tuple[str, int] | None:
+    host, _, port = text.rpartition(":")
+    return (host.strip("[]"), int(port)) if host and port.isdigit() else None
+
+
+def open_source(source: str, torrent: str | None = None, codex_api: str | None = None,
+                fetcher: MagnetFetcher | None = None) -> InspectorResult:
     """Open a folder, `index`, `data`, `.torrent`, magnet link or Codex index CID; verify what can be verified."""
     source = source.strip()
+    if source.startswith("magnet:") and fetcher is not None:
+        try:
+            parse_magnet(source)
+        except ValueError as e:
+            return InspectorResult(source, "error", error=str(e))
+        folder, snap = fetcher.fetch(source)
+        if folder is None:
+            res = InspectorResult(source, "magnet", report=Report(source), magnet=source,
+                                  error=f"{snap.get('code') or snap['state']}: {snap.get('message') or ''}")
+            res.report.add(snap.get("code") or "fetch-failed",
+                           f"the torrent could not be fetched ({snap['state']}, {snap.get('peers', 0)} peers): "
+                           f"{snap.get('message') or 'no peer answered in time'}")
+            return res
+        res = open_source(str(folder))
+        res.kind, res.magnet, res.source = "magnet", source, source
+        return res
     if source.startswith("codex:") or (not Path(source).exists() and _is_cid(source)):
         from core.codex.client import DEFAULT_API
         return open_codex(source.removeprefix("codex:"), codex_api or DEFAULT_API)

@@ -80,6 +80,7 @@ class MainWindow(QMainWindow):
         self._wire()
         self.restore_state()
         self.apply_settings()
+        self._scratch = None
         if engine is not None:
             self.attach_engine(engine)
 
@@ -271,6 +272,14 @@ class MainWindow(QMainWindow):
         from gui.views.settings import load
         self.inspector.codex_api = load(self.settings)["codex_api_url"] or None
 
+    def enable_magnet_fetch(self, settings=None) -> None:
+        """Let the Inspector download magnet links (its own BitTorrent session, started on first use)."""
+        import tempfile
+        from gui.views.inspector import _inspection
+        if self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="archivist-inspector-")
+        self.inspector.fetcher = _inspection().MagnetFetcher(Path(self._scratch.name), settings)
+
     def open_settings(self) -> None:
         dlg = SettingsDialog(self.settings, self)
         if dlg.exec():
@@ -316,4 +325,10 @@ class MainWindow(QMainWindow):
         if self.adapter is not None:
             self.adapter.close()
         self.ops.shutdown(5000)
+        if self.inspector.fetcher is not None:
+            self.inspector.fetcher.close()
+            self.inspector.fetcher = None
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
         super().closeEvent(e)

@@ -87,6 +87,7 @@ class InspectorView(QWidget):
         self.ops = ops
         self.result = None    # gui.inspection.InspectorResult
         self.codex_api: str | None = None     # Codex node REST URL (Settings); None: the default local node
+        self.fetcher = None                   # gui.inspection.MagnetFetcher: magnet links are fetched when set
         self.source = QLineEdit()
         self.source.setPlaceholderText("Folder, index, data, .torrent file, magnet link or Codex index CID")
         self.source.returnPressed.connect(lambda: self.open(self.source.text()))
@@ -159,8 +160,8 @@ class InspectorView(QWidget):
             return
         self.source.setText(source)
         self.summary.setText(f"Opening {source} …")
-        api = self.codex_api
-        self.ops.run(lambda ctx: _inspection().open_source(source, codex_api=api), on_done=self._show, on_error=self._failed,
+        api, fetcher = self.codex_api, self.fetcher
+        self.ops.run(lambda ctx: _inspection().open_source(source, codex_api=api, fetcher=fetcher), on_done=self._show, on_error=self._failed,
                      label=f"inspect {source}")
 
     def _failed(self, err: BaseException) -> None:

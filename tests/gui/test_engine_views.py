@@ -96,3 +96,8 @@ def test_member_time_range_downloads_right_archives_into_history(qtbot, nodes, w
             window.history.load_more()
     got = {r[1]["id"] for r in window.history.model.rows()}
     assert got == expected
+    # Cancel: the engine's reason is on screen at once
+    qtbot.mouseClick(window.member.cancel_btn, Qt.MouseButton.LeftButton)
+    wait_state(qtbot, window, lambda c: "cancelled" in (c.waiting_reason or ""))
+    window.tabs.setCurrentIndex(0)
+    qtbot.waitUntil(lambda: "cancelled" in window.member.banner.text() and window.member.banner.isVisible())

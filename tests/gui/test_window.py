@@ -58,3 +58,22 @@ def test_inspector_in_window_shows_fault(qtbot, window, community_copy):
     res = b.args[0]
     assert ("padding-nonzero", aid) in {(f.code, f.archive_id) for f in res.faults}
     assert window.inspector.summary.property("state") == "fault"
+
+
+def test_settings_round_trip(qtbot, window):
+    from gui.views.settings import SettingsDialog, load
+    dlg = SettingsDialog(window.settings, window)
+    qtbot.addWidget(dlg)
+    dlg.torrent_port.setValue(40123)
+    dlg.nwaku.setText("http://127.0.0.1:8645")
+    dlg.codex.setText("http://127.0.0.1:9999/api/codex/v1")
+    dlg.global_support.setChecked(False)
+    dlg.accept()
+    v = load(window.settings)
+    assert (v["torrent_port"], v["nwaku_rest_url"], v["global_archive_support"]) == (40123, "http://127.0.0.1:8645",
+                                                                                     False)
+    window.apply_settings()
+    assert window.inspector.codex_api == "http://127.0.0.1:9999/api/codex/v1"
+    again = SettingsDialog(window.settings, window)
+    qtbot.addWidget(again)
+    assert again.torrent_port.value() == 40123 and not again.global_support.isChecked()

@@ -129,6 +129,8 @@ class InspectorView(QWidget):
             foreground=lambda f: ERROR_COLOR if f[1].severity == "error" else WARN_COLOR)
         self.finding_view, self.finding_proxy = make_table(self.findings)
         self.finding_view.doubleClicked.connect(self._finding_activated)
+        self.finding_view.setWordWrap(True)       # every sentence readable in full
+        self.finding_view.setTextElideMode(Qt.TextElideMode.ElideNone)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.finding_view, "Verification report")
         self.tabs.addTab(msg_tab, "Messages")
@@ -179,6 +181,9 @@ class InspectorView(QWidget):
         self.findings.replace_all(findings)
         self.archive_view.resizeColumnsToContents()
         self.finding_view.resizeColumnsToContents()
+        self.finding_view.setColumnWidth(3, max(300, self.finding_view.viewport().width()
+                                                - sum(self.finding_view.columnWidth(i) for i in range(3))))
+        self.finding_view.resizeRowsToContents()
         text = res.summary()
         if res.error and res.report:
             text += f" — opened with an error: {res.error}"

@@ -62,6 +62,27 @@ def start_in_background(window, fn: Callable[[], Any], on_done: Callable[[Any], 
                    label=label)
 
 
+def warm_spark(window, master: str | None = None) -> None:
+    """Start the process's SparkSession (JVM + one tiny job, ~12 s cold) on worker threads once the window is
+    up. The GUI thread never touches Spark; the window closes the Spark owner when it closes."""
+    t0 = time.perf_counter()
+
+    def work(ctx):
+        from core.pipeline.session import SparkOwner, SparkSettings
+        owner = SparkOwner(SparkSettings(master=master) if master else None)
+        window.spark_owner = owner          # a plain attribute: closed in MainWindow.closeEvent
+        owner.warm().result(600)
+        return time.perf_counter() - t0
+
+    def ready(seconds: float) -> None:
+        window.log.add("archivist.sparkReady", None, {"seconds": round(seconds, 1)})
+        window.statusBar().showMessage(f"Spark is ready ({seconds:.1f} s)", 10_000)
+        window.spark_ready.emit(seconds)
+    window.statusBar().showMessage("Spark is warming up in the background…")
+    window.ops.run(work, on_done=ready, label="Spark warm-up",
+                   on_error=lambda e: window.log.add("archivist.sparkFailed", None, {"error": str(e)}))
+
+
 def run_demo(headless: bool = False) -> int:
     if headless or not has_display():
         from gui.demo import run_headless
@@ -103,6 +124,9 @@ def run_gui(demo: bool = False, folder: Path | None = None, engine: Any = None) 
         settings=QSettings("Archivist", "ArchivistDemoOwner"))
     w.show()
     print(f"archivist: window visible after {time.perf_counter() - T0:.2f} s", file=sys.stderr)
+    from gui.views.settings import load
+    if load(w.settings)["spark_warmup"] and os.environ.get("ARCHIVIST_NO_SPARK") != "1":
+        warm_spark(w, load(w.settings)["spark_master"] or None)
     nodes = tmp = None
     if demo:
         w.setWindowTitle("Archivist — owner (demo)")

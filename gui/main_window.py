@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QIcon, QKeySequence
 from PySide6.QtWidgets import (QLabel, QMainWindow, QMessageBox, QScrollArea, QSplitter, QStackedWidget, QTabWidget, QToolBar,
                                QWidget)
@@ -35,6 +35,7 @@ def scrolled(w: QWidget) -> QScrollArea:
 
 
 class MainWindow(QMainWindow):
+    spark_ready = Signal(float)     # seconds the background Spark warm-up took
     def __init__(self, engine: Any = None, settings: QSettings | None = None, ops: Operations | None = None):
         super().__init__()
         self.setWindowTitle("Archivist")
@@ -81,6 +82,7 @@ class MainWindow(QMainWindow):
         self.restore_state()
         self.apply_settings()
         self._scratch = None
+        self.spark_owner = None          # core.pipeline.session.SparkOwner once warm_spark() started it
         if engine is not None:
             self.attach_engine(engine)
 
@@ -328,7 +330,11 @@ class MainWindow(QMainWindow):
         if self.inspector.fetcher is not None:
             self.inspector.fetcher.close()
             self.inspector.fetcher = None
+        if self.spark_owner is not None:
+            self.spark_owner.close(60)
+            self.spark_owner = None
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None
+        self.spark_owner = None          # core.pipeline.session.SparkOwner once warm_spark() started it
         super().closeEvent(e)

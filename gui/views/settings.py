@@ -16,6 +16,7 @@ DEFAULTS = {
     "waku_peers": "",
     "nwaku_rest_url": "",
     "spark_master": "local[2]",
+    "spark_warmup": True,       # start the JVM and a tiny job in the background at launch (~12 s, off the GUI)
     "codex_api_url": "http://127.0.0.1:8080/api/codex/v1",
     "trackers": "\n".join(DEFAULT_TRACKERS),
     "default_policy": "all",
@@ -66,6 +67,8 @@ class SettingsDialog(QDialog):
         self.nwaku.setPlaceholderText("empty: embedded Waku node; e.g. http://127.0.0.1:8645")
         self.spark = QLineEdit(v["spark_master"])
         self.codex = QLineEdit(v["codex_api_url"])
+        self.spark_warmup = QCheckBox("Start Spark in the background when Archivist starts")
+        self.spark_warmup.setChecked(v["spark_warmup"])
         self.trackers = QPlainTextEdit(v["trackers"])
         self.trackers.setFixedHeight(60)
         self.policy = QComboBox()
@@ -80,6 +83,7 @@ class SettingsDialog(QDialog):
         form.addRow("Waku peers:", self.waku_peers)
         form.addRow("nwaku REST URL:", self.nwaku)
         form.addRow("Spark master:", self.spark)
+        form.addRow("", self.spark_warmup)
         form.addRow("Codex node REST URL:", self.codex)
         form.addRow("Trackers:", self.trackers)
         form.addRow("New communities download:", self.policy)
@@ -103,7 +107,7 @@ class SettingsDialog(QDialog):
         return {"data_dir": self.data_dir.text().strip(), "torrent_port": self.torrent_port.value(),
                 "waku_port": self.waku_port.value(), "waku_peers": self.waku_peers.toPlainText().strip(),
                 "nwaku_rest_url": self.nwaku.text().strip(), "spark_master": self.spark.text().strip(),
-                "codex_api_url": self.codex.text().strip(),
+                "codex_api_url": self.codex.text().strip(), "spark_warmup": self.spark_warmup.isChecked(),
                 "trackers": self.trackers.toPlainText().strip(), "default_policy": self.policy.currentText(),
                 "global_archive_support": self.global_support.isChecked()}
 

@@ -23,3 +23,15 @@ def test_gui_stall_during_build_download_import(qtbot, tmp_path, capsys):
         print(r.busy.line(f"build+download+import ({r.archives} archives, {r.messages} messages, {r.seconds:.1f} s)"))
     assert r.archives >= 8 and r.messages == 1200          # the whole flow ran while the meter ticked
     assert r.busy.samples > 10 * r.seconds                  # the GUI thread kept serving its timer throughout
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.skipif(__import__("os").environ.get("ARCHIVIST_SLOW") != "1", reason="starts a JVM: ARCHIVIST_SLOW=1")
+def test_gui_stall_while_spark_warms_up(qtbot, tmp_path, capsys):
+    from gui.measure import spark_warm_stall
+    visible, warm, fig = spark_warm_stall(tmp_path)
+    with capsys.disabled():
+        print(f"\nwindow visible after {visible:.2f} s; Spark warm-up {warm:.1f} s in the background")
+        print(fig.line("GUI stall during the Spark warm-up"))
+    assert fig.samples > 10 * warm          # the GUI thread kept ticking during the whole warm-up

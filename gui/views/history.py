@@ -11,6 +11,8 @@ from gui.views.inspector import make_table
 
 PAGE = 500
 PREFERRED = ("timestamp", "author", "from", "text", "payload", "chat_id", "chat", "source", "id", "hash")
+TITLES = {"timestamp": "Time (UTC)", "author": "Author", "from": "From", "text": "Message", "chat_id": "Chat",
+          "source": "Source", "id": "Message ID", "payload": "Payload"}
 HIDDEN = {"clock", "topic", "content_type", "app_type"}     # internal fields: not worth a column
 
 
@@ -88,6 +90,8 @@ class HistoryView(QWidget):
             self.model.upsert((offset + i, r))
         if first:
             self.view.resizeColumnsToContents()
+            for i in range(len(self.keys)):      # long texts and IDs must not push the other columns away
+                self.view.setColumnWidth(i, min(self.view.columnWidth(i), 420))
         self.info.setText(f"{self.model.rowCount()} messages loaded"
                           + ("" if len(rows) >= PAGE else " (all)"))
         self.more_btn.setEnabled(len(rows) >= PAGE)
@@ -104,8 +108,8 @@ class HistoryView(QWidget):
                 if isinstance(v, (int, float)):
                     return fmt_time(v / 1000 if v > 10**11 else v)
                 return cell(v)
-            return Column(k, lambda r, k=k: r[1].get(k), text)
+            return Column(TITLES.get(k, k), lambda r, k=k: r[1].get(k), text)
         def short(r, k=k):
             v = cell(r[1].get(k))
             return short_id(v, 12) if v.startswith("0x") and len(v) > 24 else v
-        return Column(k, lambda r, k=k: cell(r[1].get(k)), short, lambda r, k=k: cell(r[1].get(k)))
+        return Column(TITLES.get(k, k), lambda r, k=k: cell(r[1].get(k)), short, lambda r, k=k: cell(r[1].get(k)))

@@ -144,6 +144,7 @@ class MainWindow(QMainWindow):
         self.adapter = EngineAdapter(engine, self.ops, self)
         self.adapter.event.connect(self.log.add_event)
         self.adapter.event.connect(self._on_event)
+        self.adapter.event.connect(self.member.on_event)
         self.adapter.communities_changed.connect(self.update_communities)
         self.adapter.failed.connect(self._failed)
         self.adapter.progress.connect(lambda cid, d: cid == self.current_id and self.member.on_progress(d))

@@ -58,6 +58,7 @@ class MemberView(QWidget):
         super().__init__(parent)
         self.state: CommunityState | None = None
         self.wanted: set[str] = set()      # archives the current choice asks for
+        self.live: dict[str, str] = {}      # archive id -> what the engine last said about it (events)
         self.title = QLabel("")
         self.title.setObjectName("heading")
         self.banner = QLabel("")
@@ -187,9 +188,36 @@ class MemberView(QWidget):
         self.progress.setValue(sum(1 for a in wanted if a.imported))
         self._preview()
 
+    def on_event(self, e) -> None:
+        """Per-archive progress from the engine's events (status-go names), between two snapshots."""
+        from core.node import events as E
+        if self.state is None or e.community_id != self.state.community_id:
+            return
+        if e.name == E.HISTORY_ARCHIVE_DOWNLOADED and e.data.get("archive_id"):
+            self.live[e.data["archive_id"]] = "downloaded, waiting to import"
+        elif e.name == E.IMPORTING_HISTORY_ARCHIVE_MESSAGES:
+            for aid in e.data.get("archives", []):
+                self.live[aid] = "importing"
+            total = int(e.data.get("total") or 0)
+            if total:
+                self.progress.setMaximum(total)
+                self.progress.setValue(int(e.data.get("done") or 0))
+                self.progress.setFormat("importing: %v of %m weeks")
+        elif e.name == E.DOWNLOADING_HISTORY_ARCHIVES_STARTED:
+            self.live.clear()
+            self.progress.setFormat("%v of %m archives")
+        else:
+            return
+        for aid in list(self.live):
+            i = self.model.row_of(aid)
+            if i is not None:
+                self.model.dataChanged.emit(self.model.index(i, 0), self.model.index(i, self.model.columnCount() - 1))
+
     def state_text(self, a: ArchiveInfo) -> str:
         if a.state or a.imported:
             return archive_state(a)
+        if a.archive_id in self.live:
+            return self.live[a.archive_id]
         if a.archive_id not in self.wanted:
             return "on offer (not chosen)"
         return (self.state.waiting_reason if self.state and self.state.waiting_reason else "") or "wanted"

@@ -83,6 +83,9 @@ def test_member_time_range_downloads_right_archives_into_history(qtbot, nodes, w
     c = wait_state(qtbot, window, lambda c: {a.archive_id for a in c.archives if a.imported} == want_ids, 90_000)
     shown_imported = {a.archive_id for a in window.member.model.rows() if a.imported}
     assert shown_imported == want_ids
+    # per-archive progress came through the engine's events (downloaded -> importing) before the snapshot said so
+    assert {a.archive_id for a in chosen} - {latest.archive_id} <= set(window.member.live)
+    assert window.member.progress.value() == window.member.progress.maximum()
     # History shows exactly the messages of those archives' windows
     windows = [(a.start, a.end) for a in owner_archives if a.archive_id in want_ids]
     expected = {"0x" + m.hash.hex() for m in nodes.gen.messages(nodes.messages, start=nodes.history_start,

@@ -77,3 +77,17 @@ def test_settings_round_trip(qtbot, window):
     again = SettingsDialog(window.settings, window)
     qtbot.addWidget(again)
     assert again.torrent_port.value() == 40123 and not again.global_support.isChecked()
+
+
+def test_desktop_file_is_valid():
+    import shutil
+    import subprocess
+    from pathlib import Path
+    import gui.resources
+    desktop = Path(gui.resources.__file__).parent / "archivist.desktop"
+    text = desktop.read_text()
+    assert "Exec=archivist gui" in text and "Icon=archivist" in text
+    assert (desktop.parent / "icons" / "archivist.svg").exists()
+    if shutil.which("desktop-file-validate"):
+        r = subprocess.run(["desktop-file-validate", str(desktop)], capture_output=True, text=True)
+        assert r.returncode == 0 and not r.stdout.strip(), r.stdout

@@ -83,6 +83,42 @@ def warm_spark(window, master: str | None = None) -> None:
                    on_error=lambda e: window.log.add("archivist.sparkFailed", None, {"error": str(e)}))
 
 
+def node_config_path(settings) -> Path | None:
+    """The node's TOML config: $ARCHIVIST_CONFIG, else `archivist.toml` in the data directory (Settings)."""
+    env = os.environ.get("ARCHIVIST_CONFIG")
+    if env:
+        return Path(env)
+    from gui.views.settings import load
+    data_dir = load(settings)["data_dir"]
+    if not data_dir:
+        from core.node.config import default_data_dir
+        data_dir = default_data_dir()
+    p = Path(data_dir) / "archivist.toml"
+    return p if p.exists() else None
+
+
+def start_node_in_background(window, config: Path) -> None:
+    """Start the node described by `config` (BitTorrent, Waku, history DB: slow) on a worker thread, attach the
+    window to its engine before its communities start (so no event is missed), then start them."""
+    def work(ctx):
+        from core.node.config import load
+        from core.node.runner import start_node
+        node = start_node(load(config), communities=False)
+        window.running_node = node           # stopped in MainWindow.closeEvent
+        return node
+
+    def attach(node) -> None:
+        window.attach_engine(node.engine, history=lambda cid, chat, limit, offset: node.history.messages(
+            cid, chat_id=chat, limit=limit, offset=offset))
+        window.ops.run(lambda ctx: node.start_communities(), label="start communities",
+                       on_error=lambda e: window.log.add("archivist.startFailed", None, {"error": str(e)}))
+    window.log.add("archivist.nodeStarting", None, {"config": str(config)})
+    window.ops.run(work, on_done=attach, label="start node",
+                   on_error=lambda e: (window.log.add("archivist.startFailed", None, {"config": str(config),
+                                                                                        "error": str(e)}),
+                                       window.statusBar().showMessage(f"The node did not start: {e}", 30_000)))
+
+
 def run_demo(headless: bool = False) -> int:
     if headless or not has_display():
         from gui.demo import run_headless
@@ -125,6 +161,9 @@ def run_gui(demo: bool = False, folder: Path | None = None, engine: Any = None) 
     w.show()
     print(f"archivist: window visible after {time.perf_counter() - T0:.2f} s", file=sys.stderr)
     from gui.views.settings import load
+    config = node_config_path(w.settings) if not demo and engine is None else None
+    if config is not None:
+        start_node_in_background(w, config)
     if load(w.settings)["spark_warmup"] and os.environ.get("ARCHIVIST_NO_SPARK") != "1":
         warm_spark(w, load(w.settings)["spark_master"] or None)
     nodes = tmp = None

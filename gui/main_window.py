@@ -83,6 +83,7 @@ class MainWindow(QMainWindow):
         self.apply_settings()
         self._scratch = None
         self.spark_owner = None          # core.pipeline.session.SparkOwner once warm_spark() started it
+        self.running_node = None         # core.node.runner.RunningNode once start_node_in_background() started it
         if engine is not None:
             self.attach_engine(engine)
 
@@ -331,6 +332,9 @@ class MainWindow(QMainWindow):
         if self.inspector.fetcher is not None:
             self.inspector.fetcher.close()
             self.inspector.fetcher = None
+        if self.running_node is not None:
+            self.running_node.stop()
+            self.running_node = None
         if self.spark_owner is not None:
             self.spark_owner.close(60)
             self.spark_owner = None
@@ -338,4 +342,5 @@ class MainWindow(QMainWindow):
             self._scratch.cleanup()
             self._scratch = None
         self.spark_owner = None          # core.pipeline.session.SparkOwner once warm_spark() started it
+        self.running_node = None         # core.node.runner.RunningNode once start_node_in_background() started it
         super().closeEvent(e)

@@ -30,6 +30,10 @@ def selected_archives(archives: list[ArchiveInfo], policy: DownloadPolicy, start
     return [a for a in archives if a.start < hi and a.end > lo]
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def archive_state(a: ArchiveInfo) -> str:
     if a.state:
         return a.state
@@ -147,12 +151,22 @@ class MemberView(QWidget):
         self.date_to.setDate(to_qdate(end - 1))
         self._preview()
 
+    def _range(self) -> tuple[int, int]:
+        return to_ts(self.date_from.date()), to_ts(self.date_to.date(), end_of_day=True)
+
     def _preview(self) -> None:
         archives = list(self.state.archives) if self.state else []
         pol, s, e = self.policy()
         chosen = selected_archives(archives, pol, s, e)
         need = [a for a in chosen if not a.local]
-        self.implied.setText(f"{len(chosen)} archives, {fmt_bytes(sum(a.size for a in chosen))}"
+        for btn, label, p in ((self.all_btn, "All history", DownloadPolicy.ALL),
+                              (self.latest_btn, "Only the latest archive", DownloadPolicy.LATEST),
+                              (self.range_btn, "A time range", DownloadPolicy.RANGE)):
+            sel = selected_archives(archives, p, s, e) if p == DownloadPolicy.RANGE and pol == p else \
+                selected_archives(archives, p, *self._range())
+            btn.setText(f"{label} ({plural(len(sel), 'archive')}, {fmt_bytes(sum(a.size for a in sel))})"
+                        + (":" if p == DownloadPolicy.RANGE else ""))
+        self.implied.setText(f"{plural(len(chosen), 'archive')}, {fmt_bytes(sum(a.size for a in chosen))}"
                              f" ({fmt_bytes(sum(a.size for a in need))} still to download)")
 
     def _apply(self) -> None:
@@ -184,6 +198,7 @@ class MemberView(QWidget):
                 self.set_range(c.range_start, c.range_end)
         pol, s, e = (c.policy, c.range_start, c.range_end)
         wanted = selected_archives(list(c.archives), pol, s, e)
+        self.progress.setFormat("%v of %m chosen archives imported")
         self.progress.setMaximum(max(1, len(wanted)))
         self.progress.setValue(sum(1 for a in wanted if a.imported))
         self._preview()

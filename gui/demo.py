@@ -54,7 +54,7 @@ class DemoNodes:
                               tick_seconds=self.tick_seconds)
         self.history = MemberHistory(self.root / "member" / "history.sqlite")
         self.member = Engine(self.root / "member", clock=self.clock, transport=self.hub, torrents=self.t_member,
-                             hydrator=reference_hydrator(self.history), settle=self.settle,
+                             hydrator=reference_hydrator(self.history), settle=self.settle, history=self.history,
                              tick_seconds=self.tick_seconds, peers=(("127.0.0.1", self.t_control.listen_port),))
         self.log(f"demo: community {self.gen.community_id[:18]}…, owner seeds on 127.0.0.1:"
                  f"{self.t_control.listen_port}")

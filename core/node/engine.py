@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 class Engine:
     def __init__(self, root: Path | str, *, clock=None, transport=None, torrents=None, hydrator=None,
-                 settle: float = 20.0, tick_seconds: float = 1.0, peers: tuple = ()):
+                 settle: float = 20.0, tick_seconds: float = 1.0, peers: tuple = (), history=None):
         self.paths = NodePaths(Path(root)).ensure()
         self.clock = clock or SystemClock()
         self.bus = E.EventBus()
@@ -31,6 +31,7 @@ class Engine:
         self.group_keys = GroupKeyStore(self.paths.root / "group-keys.json")
         self.unwrap = lambda raw: open_archive_bytes(raw, self.group_keys)
         self.transport, self.torrents, self.hydrator = transport, torrents, hydrator
+        self.history_db = history            # core.storage.member_history.MemberHistory (members)
         self.settle, self.tick_seconds, self.peers = settle, tick_seconds, tuple(peers)
         self.nodes: dict[str, ControlNode | MemberNode] = {}
         self._queues: dict[str, ThreadPoolExecutor] = {}
@@ -181,6 +182,13 @@ class Engine:
             node.deadline = self.clock.now()
         return self.submit(cid, resume)
 
+    def history(self, cid: str, chat: str | None = None, limit: int = 1000, offset: int = 0,
+                start: int | None = None, end: int | None = None) -> list[dict]:
+        """Imported messages of a community (members), oldest first."""
+        if self.history_db is None:
+            return []
+        return self.history_db.messages(cid, start, end, chat, limit, offset)
+
     # -- snapshots -----------------------------------------------------------------------------------------
     def communities(self) -> list[CommunityState]:
         return [self.community_state(cid) for cid in self.nodes]
@@ -197,7 +205,8 @@ class Engine:
                 from core.archive.codec import decode_index
                 entries = decode_index((folder_path / "index").read_bytes())
         imported = self.state.archive_ids(cid, imported=True)
-        archives = tuple(ArchiveInfo(a, e.start, e.end, e.size, local=True, imported=a in imported,
+        held = self.state.archive_ids(cid) if isinstance(node, MemberNode) else set(entries)
+        archives = tuple(ArchiveInfo(a, e.start, e.end, e.size, local=a in held, imported=a in imported,
                                      state=getattr(node, "parked", {}).get(a, ""))
                          for a, e in sorted(entries.items(), key=lambda kv: kv[1].offset))
         if isinstance(node, ControlNode):

@@ -175,6 +175,8 @@ class EmbeddedWakuBackend:
         peer=None queries our own store. Pages are fetched lazily as the iterator is consumed."""
         if peer is not None and peer.startswith("/"):
             peer = self.add_peer(peer)
+        if peer is None:
+            self.flush_store()  # the local store sees every message relayed so far
         if version == 2:
             yield from self._query_v2(peer, content_topics, start, end, pubsub_topic, page_size, forward)
             return

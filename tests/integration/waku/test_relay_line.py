@@ -40,3 +40,19 @@ def test_invalid_messages_are_not_published(make_node):
                 WakuMessage(b"x" * 200_000, "/a/1/b/c", timestamp=1)]:
         with pytest.raises(InvalidMessage):
             a.publish(PS, bad)
+
+
+def test_burst_is_delivered_without_drops(make_node):
+    """1,500 messages published back to back: py-libp2p's 32-slot queues and 10 msg/s spam limit would drop
+    most of them; with the fixes and publisher back-pressure every one arrives and is stored."""
+    a, b = make_node(store=False), make_node()
+    b.add_peer(a.listen_addrs[0])
+    b.wait_for_relay_peer(a.peer_id)
+    a.wait_for_relay_peer(b.peer_id)
+    got = Collector()
+    b.subscribe(PS, [CT], got)
+    t0 = time.time_ns()
+    for i in range(1500):
+        a.publish(PS, WakuMessage(b"burst %d" % i, CT, timestamp=t0 + i))
+    assert len({r.hash for r in got.wait_for(1500, timeout=60)}) == 1500
+    assert sum(1 for _ in b.query_store(None, [CT])) == 1500

@@ -19,7 +19,19 @@ pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 [[ "$pyver" == 3.11 ]] || die "$py is Python $pyver; Debian 12's python3 (3.11) is what the package depends on"
 "$py" -c 'import ensurepip' 2>/dev/null || die "$py has no venv/ensurepip: apt-get install python3-venv"
 
-version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' "$root/core/__init__.py")
+# The app is built from the committed tree (git archive HEAD), not the work tree, so half-edited files of
+# concurrent work never reach a package. DEB_FROM_WORKTREE=1 builds the work tree as it is.
+src="$build/src"
+rm -rf "$src" && mkdir -p "$src"
+if [[ "${DEB_FROM_WORKTREE:-0}" == 1 ]]; then
+  commit="worktree"
+  git -C "$root" ls-files -co --exclude-standard -z core gui pyproject.toml requirements README.md \
+    | (cd "$root" && xargs -0 cp --parents -t "$src")
+else
+  commit=$(git -C "$root" rev-parse --short HEAD)
+  git -C "$root" archive HEAD core gui pyproject.toml requirements README.md | tar -x -C "$src"
+fi
+version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' "$src/core/__init__.py")
 arch=$(dpkg --print-architecture)
 deb="$build/archivist_${version}_${arch}.deb"
 
@@ -39,16 +51,15 @@ rm -rf "$stage"
 mkdir -p "$stage/DEBIAN" "$stage/usr/bin" "$stage/usr/share/applications" \
          "$stage/usr/share/icons/hicolor/scalable/apps" "$stage/usr/share/doc/archivist" "$stage$app"
 
-echo "build-deb: virtualenv with $py ($("$py" -V 2>&1)) ..."
+echo "build-deb: app from $commit; virtualenv with $py ($("$py" -V 2>&1)) ..."
 "$py" -m venv "$venv"
 # The project and its exact pins (non-editable, no dev extras). Wheels come from PyPI or pip's cache;
 # fastecdsa compiles against libgmp-dev (scripts/system-packages.txt).
 # (A local find-links entry in this machine's pip config that points nowhere makes pip warn per package: hidden.)
 if ! "$venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check \
-     -c "$root/requirements/lock.txt" "$root" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+     -c "$src/requirements/lock.txt" "$src" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 then die "pip install failed"; fi
 "$venv/bin/python" -m pip uninstall -q -y pip setuptools >/dev/null 2>&1 || true
-rm -rf "$root/build"                          # setuptools' in-tree build folder (ignored, but leave no litter)
 find "$venv" -type d -name __pycache__ -prune -exec rm -rf {} +
 
 # A venv records its own path in scripts and pyvenv.cfg: make them say /opt/archivist/venv.
@@ -63,8 +74,14 @@ done
 
 install -m 755 "$here/files/archivist" "$stage/usr/bin/archivist"
 install -m 644 "$here/files/archivist-env.sh" "$stage$app/archivist-env.sh"
-install -m 644 "$here/files/archivist.desktop" "$stage/usr/share/applications/archivist.desktop"
-install -m 644 "$here/files/archivist.svg" "$stage/usr/share/icons/hicolor/scalable/apps/archivist.svg"
+# The GUI's own desktop file and icon when it has them (gui/resources), else the installer's.
+desktop="$src/gui/resources/archivist.desktop"; [[ -f "$desktop" ]] || desktop="$here/files/archivist.desktop"
+svg="$src/gui/resources/icons/archivist.svg"; [[ -f "$svg" ]] || svg="$here/files/archivist.svg"
+install -m 644 "$desktop" "$stage/usr/share/applications/archivist.desktop"
+install -m 644 "$svg" "$stage/usr/share/icons/hicolor/scalable/apps/archivist.svg"
+if command -v desktop-file-validate >/dev/null; then
+  desktop-file-validate "$stage/usr/share/applications/archivist.desktop" || die "desktop entry is invalid"
+fi
 install -m 755 "$here/debian/postinst" "$here/debian/prerm" "$stage/DEBIAN/"
 cat > "$stage/usr/share/doc/archivist/copyright" <<EOF
 Archivist $version: MPL-2.0. Bundled Python packages under $app/venv keep their own licences
@@ -81,6 +98,6 @@ rm -f "$deb"
 dpkg-deb --root-owner-group -Z"$compress" --build "$stage" "$deb" >/dev/null
 t1=$(date +%s)
 deb_bytes=$(stat -c %s "$deb")
-printf 'deb=%s\ndeb_bytes=%s\ninstalled_kb=%s\nbuild_seconds=%s\ncompress=%s\n' \
-  "$(basename "$deb")" "$deb_bytes" "$size_kb" "$((t1 - t0))" "$compress" > "$build/build-info.txt"
+printf 'deb=%s\ncommit=%s\ndeb_bytes=%s\ninstalled_kb=%s\nbuild_seconds=%s\ncompress=%s\n' \
+  "$(basename "$deb")" "$commit" "$deb_bytes" "$size_kb" "$((t1 - t0))" "$compress" > "$build/build-info.txt"
 echo "build-deb: $deb  $((deb_bytes / 1048576)) MiB packed, $((size_kb / 1024)) MiB installed, $((t1 - t0)) s"

@@ -59,3 +59,23 @@ def test_store_query_to_node_without_store_fails_cleanly(make_node):
     with pytest.raises(Exception):
         list(a.query_store(b.listen_addrs[0], [CT]))
     assert StoreQueryError(400, "x").code == 400
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("os").environ.get("ARCHIVIST_SLOW") != "1", reason="set ARCHIVIST_SLOW=1")
+def test_late_joiner_catches_up_10000_relayed_messages(make_node):
+    """The full path: 10,000 messages relayed to the store node while the late node is offline."""
+    from tests.integration.waku.conftest import Collector
+    pub, s = make_node(store=False), make_node()
+    s.add_peer(pub.listen_addrs[0])
+    s.wait_for_relay_peer(pub.peer_id)
+    pub.wait_for_relay_peer(s.peer_id)
+    seen = Collector()
+    s.subscribe(PS, [CT], seen)
+    t0 = time.time_ns()
+    for i in range(N):
+        pub.publish(PS, WakuMessage(b"relayed %05d" % i, CT, timestamp=t0 + i))
+    seen.wait_for(N, timeout=300)
+    late = make_node(store=False)
+    got = list(late.query_store(s.listen_addrs[1], [CT], pubsub_topic=PS, page_size=100))
+    assert [r.message.payload for r in got] == [b"relayed %05d" % i for i in range(N)]

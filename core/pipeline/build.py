@@ -7,9 +7,11 @@ a cancelled or failed job leaves the folder exactly as it was.
 """
 from __future__ import annotations
 
+import shutil
 import time
+import uuid
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from core.archive.build import ArchiveTransform, BuildResult, community_folder, finish_build, plan_build
 from core.archive.constants import MAX_ARCHIVE_PAYLOAD, PARTITION_SECONDS
@@ -27,32 +29,52 @@ class PipelineError(ArchiveError):
     code = "pipeline-error"
 
 
+class EncodedArchives:
+    """The job's archives in (window, chunk) order, as `ArchiveFolder.append` wants them. Spooled ones are read
+    from their file one at a time while appending, so the driver never holds more than one archive."""
+
+    def __init__(self, rows: list, topics: Sequence[bytes]):
+        self.rows = rows
+        self.topics = tuple(topics)
+        self.messages = sum(r["messages"] for r in rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[NewArchive]:
+        for r in self.rows:
+            raw = Path(r["spool"]).read_bytes() if r["spool"] else bytes(r["raw"])
+            yield NewArchive(r["start"], r["end"], self.topics, raw)
+
+
 def encode_on_spark(spark, db_path: str, topics: Sequence[bytes], windows: Sequence[tuple[int, int]], *,
                     cap: int = MAX_ARCHIVE_PAYLOAD, transform: ArchiveTransform | None = None,
-                    hold: tuple[str, int] | None = None, plan: str = "fused") -> list[tuple[NewArchive, int]]:
-    """Run the Spark part: returns (archive, message count) in archive order (window, then chunk).
+                    hold: tuple[str, int] | None = None, plan: str = "fused",
+                    spool_dir: Path | str | None = None) -> EncodedArchives:
+    """Run the Spark part; the archives come back in archive order (window, then chunk).
 
     plan "fused": the archives data source reads each window ordered by SQLite and chunks and encodes it in the same
-    executor task (fastest: messages never cross the JVM). plan "dataframe": messages become a DataFrame, Spark
-    sorts each window (sortWithinPartitions) and mapInArrow chunks and encodes. Both give the same bytes."""
+    executor task (messages never cross the JVM). plan "dataframe": messages become a DataFrame, Spark sorts each
+    window (sortWithinPartitions) and mapInArrow chunks and encodes. Both give the same bytes.
+    With `spool_dir` (an existing folder the executors can write) archives are handed over as files: collecting
+    hundreds of MB of archive cells exhausts the 2 GB driver heap (measured at 1M messages)."""
     if plan not in PLANS:
         raise ValueError(f"unknown build plan {plan!r} (choose from {PLANS})")
     if not windows or not topics:
-        return []
+        return EncodedArchives([], topics)
+    spool = str(spool_dir) if spool_dir is not None else None
     if plan == "fused":
-        encoded = read_archives(spark, db_path, topics, windows, cap, transform, hold)
+        encoded = read_archives(spark, db_path, topics, windows, cap, transform, hold, spool)
     else:
         encoded = (read_messages(spark, db_path, topics, windows, cap)
                    .sortWithinPartitions("window", "timestamp", "hash")
-                   .mapInArrow(make_encoder(windows, topics, cap, transform, hold), ENCODED_SCHEMA))
+                   .mapInArrow(make_encoder(windows, topics, cap, transform, hold, spool), ENCODED_SCHEMA))
     rows = sorted(encoded.collect(), key=lambda r: (r["window"], r["chunk"]))
-    out = []
     for r in rows:
         if r["error"]:
             raise PipelineError(f"encoding window [{r['start']}, {r['end']}) chunk {r['chunk']} failed: {r['error']}",
                                 code="encode-failed")
-        out.append((NewArchive(r["start"], r["end"], tuple(topics), bytes(r["raw"])), r["messages"]))
-    return out
+    return EncodedArchives(rows, topics)
 
 
 def warm_up_build(spark) -> int:
@@ -65,7 +87,9 @@ def warm_up_build(spark) -> int:
         waku_messages.insert_messages(con, [ArchiveMessage(b"\x04", 10, b"warm", b"up", b"", b"\x01")])
         con.commit()
         con.close()
-        return sum(len(encode_on_spark(spark, db, [b"warm"], [(0, 100)], plan=p)) for p in PLANS)
+        spool = Path(d) / "spool"
+        spool.mkdir()
+        return sum(len(encode_on_spark(spark, db, [b"warm"], [(0, 100)], plan=p, spool_dir=spool)) for p in PLANS)
 
 
 def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: str, topics: Sequence[bytes],
@@ -85,12 +109,25 @@ def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: st
     finally:
         con.close()
     windows = plan_build(folder, oldest, end, start, interval).windows
-    produced = encode_on_spark(spark, db_path, topics, windows, cap=cap, transform=transform, hold=hold,
-                               plan=plan)
-    if job is not None:
-        job.check_cancelled()  # last point where a cancel still leaves the folder untouched
-    new_ids = folder.append([a for a, _ in produced])
-    return finish_build(folder, community_id, torrent_dir, trackers, new_ids, sum(n for _, n in produced))
+    spool = Path(data_dir) / f".spark-spool-{community_id}-{uuid.uuid4().hex[:12]}"
+    spool.mkdir()
+    try:
+        produced = encode_on_spark(spark, db_path, topics, windows, cap=cap, transform=transform, hold=hold,
+                                   plan=plan, spool_dir=spool.resolve())
+        if job is not None:
+            job.check_cancelled()  # last point where a cancel still leaves the folder untouched
+        new_ids = folder.append(produced)
+    finally:
+        _remove_spool(spool)
+    return finish_build(folder, community_id, torrent_dir, trackers, new_ids, produced.messages)
+
+
+def _remove_spool(spool: Path) -> None:
+    """Remove the spool folder; a task killed by a cancel may still be finishing a file, so try twice."""
+    for _ in range(2):
+        shutil.rmtree(spool, ignore_errors=True)
+        if not spool.exists():
+            return
 
 
 def submit_build(owner: SparkOwner, db_path: Path | str, community_id: str, topics: Sequence[bytes],

@@ -8,8 +8,9 @@ from core.archive.build import ArchiveTransform
 from core.archive.codec import ArchiveMessage
 from core.archive.partition import chunk_messages
 
-ENCODED_SCHEMA = "window INT, chunk INT, start BIGINT, end BIGINT, messages BIGINT, raw BINARY, error STRING"
-ENCODED_NAMES = ["window", "chunk", "start", "end", "messages", "raw", "error"]
+ENCODED_SCHEMA = ("window INT, chunk INT, start BIGINT, end BIGINT, messages BIGINT, raw BINARY, error STRING, "
+                  "spool STRING")
+ENCODED_NAMES = ["window", "chunk", "start", "end", "messages", "raw", "error", "spool"]
 
 
 def hold(address: tuple[str, int] | None) -> None:
@@ -21,29 +22,49 @@ def hold(address: tuple[str, int] | None) -> None:
         s.recv(1)
 
 
+def spool_name(window: int, chunk: int) -> str:
+    return f"{window:06d}-{chunk:06d}.archive"
+
+
+def write_spool(spool_dir: str, window: int, chunk: int, raw: bytes) -> str:
+    """Write one encoded archive into the driver-made spool folder (never created here: once the driver has
+    removed it after a cancel, a late task fails instead of leaving a file behind)."""
+    import os
+    path = os.path.join(spool_dir, spool_name(window, chunk))
+    with open(path + ".part", "wb") as f:
+        f.write(raw)
+    os.replace(path + ".part", path)
+    return path
+
+
 def encode_chunks(window: int, lo: int, hi: int, topics: Sequence[bytes], messages: Iterable[ArchiveMessage],
-                  cap: int, transform: ArchiveTransform | None) -> Iterator[tuple]:
-    """Yield one ENCODED_SCHEMA tuple per chunk of one window's ordered messages. Errors become a row (the
-    driver names the window); they never kill the task."""
+                  cap: int, transform: ArchiveTransform | None, spool_dir: str | None = None) -> Iterator[tuple]:
+    """Yield one ENCODED_SCHEMA tuple per chunk of one window's ordered messages. With `spool_dir` the bytes go
+    to a file there and the row carries its path (big outputs never pass through the JVM's heap). Errors become a
+    row (the driver names the window); they never kill the task."""
     for i, chunk in enumerate(chunk_messages(messages, cap)):
         try:
             raw = codec.encode_archive(lo, hi, topics, chunk)
             if transform is not None:
                 raw = transform(raw)
-            yield (window, i, lo, hi, len(chunk), raw, None)
+            if spool_dir is not None:
+                yield (window, i, lo, hi, len(chunk), b"", None, write_spool(spool_dir, window, i, raw))
+            else:
+                yield (window, i, lo, hi, len(chunk), raw, None, None)
         except Exception as e:  # noqa: BLE001
-            yield (window, i, lo, hi, len(chunk), b"", f"{type(e).__name__}: {e}")
+            yield (window, i, lo, hi, len(chunk), b"", f"{type(e).__name__}: {e}", None)
 
 
 def encoded_batch(pa, row: tuple):
     return pa.RecordBatch.from_arrays(
         [pa.array([row[0]], pa.int32()), pa.array([row[1]], pa.int32()), pa.array([row[2]], pa.int64()),
          pa.array([row[3]], pa.int64()), pa.array([row[4]], pa.int64()), pa.array([row[5]], pa.binary()),
-         pa.array([row[6]], pa.string())], names=ENCODED_NAMES)
+         pa.array([row[6]], pa.string()), pa.array([row[7]], pa.string())], names=ENCODED_NAMES)
 
 
 def make_encoder(windows: Sequence[tuple[int, int]], topics: Sequence[bytes], cap: int,
-                 transform: ArchiveTransform | None, hold_at: tuple[str, int] | None = None):
+                 transform: ArchiveTransform | None, hold_at: tuple[str, int] | None = None,
+                 spool_dir: str | None = None):
     """mapInArrow function of the `dataframe` plan: Arrow batches sorted by (window, timestamp, hash) in, one
     row per encoded archive out. A window's messages are materialised (chunking needs them in order)."""
     windows = [tuple(w) for w in windows]
@@ -61,12 +82,14 @@ def make_encoder(windows: Sequence[tuple[int, int]], topics: Sequence[bytes], ca
                     cols["padding"], cols["third_party_id"]):
                 if w != current:
                     if current is not None:
-                        for row in encode_chunks(current, *windows[current], topics, pending, cap, transform):
+                        for row in encode_chunks(current, *windows[current], topics, pending, cap, transform,
+                                                   spool_dir):
                             yield encoded_batch(pa, row)
                     current, pending = w, []
                 pending.append(ArchiveMessage(sig, ts, topic, payload, padding, h, tpid))
         if current is not None:
-            for row in encode_chunks(current, *windows[current], topics, pending, cap, transform):
+            for row in encode_chunks(current, *windows[current], topics, pending, cap, transform,
+                                                   spool_dir):
                 yield encoded_batch(pa, row)
 
     return encode

@@ -34,6 +34,10 @@ appender.file.layout.pattern = %d{{ISO8601}} %p %c: %m%n
 # pyspark counts as a REPL: without this Spark resets the root level to WARN and says so on stderr
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
+logger.submit.name = org.apache.spark.deploy.SparkSubmit
+logger.submit.level = error
+logger.context.name = org.apache.spark.SparkContext
+logger.context.level = error
 """
 
 

@@ -116,6 +116,7 @@ class WakuArchivesReader(WakuMessagesReader):
         self.transform = options.get("transform") or None
         h = options.get("hold") or None
         self.hold = (h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1])) if h else None
+        self.spool = options.get("spool") or None
 
     def read(self, partition: WindowPartition) -> Iterator:
         import base64
@@ -139,7 +140,7 @@ class WakuArchivesReader(WakuMessagesReader):
             msgs = (ArchiveMessage(sig, ts, _unhex(topic), payload, padding or b"", _unhex(h), tpid or "")
                     for sig, ts, topic, payload, padding, h, tpid in cur)
             for row in encode_chunks(partition.window, partition.lo, partition.hi, self.topic_bytes, msgs, self.cap,
-                                     transform):
+                                     transform, self.spool):
                 yield encoded_batch(pa, row)
         finally:
             con.close()
@@ -164,7 +165,7 @@ def register_sources(spark) -> None:
 
 
 def read_archives(spark, path: str, topics, windows, cap: int = MAX_ARCHIVE_PAYLOAD, transform=None,
-                  hold_at: tuple[str, int] | None = None):
+                  hold_at: tuple[str, int] | None = None, spool_dir: str | None = None):
     """DataFrame of encoded archives (ENCODED_SCHEMA), one input partition (= one task) per window."""
     import base64
     from pyspark import cloudpickle
@@ -177,6 +178,8 @@ def read_archives(spark, path: str, topics, windows, cap: int = MAX_ARCHIVE_PAYL
         r = r.option("transform", base64.b64encode(cloudpickle.dumps(transform)).decode())
     if hold_at is not None:
         r = r.option("hold", f"{hold_at[0]}:{hold_at[1]}")
+    if spool_dir is not None:
+        r = r.option("spool", str(spool_dir))
     return r.load()
 
 

@@ -69,6 +69,7 @@ def test_cancel_mid_job_leaves_folder_exactly_as_before(spark_owner, tmp_path, h
     with pytest.raises(JobCancelled):
         j.result(300)
     assert (folder_bytes(tmp_path / "d"), folder_bytes(tmp_path / "t")) == before
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [COMMUNITY]   # no spool folder left behind
     # The owner is still usable after a cancel, and the same build then succeeds.
     res = submit_build(spark_owner, db, COMMUNITY, TOPICS, tmp_path / "d", tmp_path / "t",
                        end=T0 + 4 * WEEK).result(300)

@@ -91,7 +91,8 @@ step "apt-get install $(basename "$deb") (pulls Java 17, python3, Qt libraries f
 cp "$deb" "$root/tmp/archivist.deb"
 t_apt=$(date +%s)
 in_root apt-get update -qq >/dev/null
-in_root apt-get install -y -qq /tmp/archivist.deb >"$build/smoke-apt.log" 2>&1 || { tail -20 "$build/smoke-apt.log"; die "apt install"; }
+in_root apt-get install -y -q /tmp/archivist.deb >"$build/smoke-apt.log" 2>&1 || { tail -20 "$build/smoke-apt.log"; die "apt install"; }
+grep -E 'newly installed|^Need to get|^After this operation' "$build/smoke-apt.log" | sed 's/^/  apt: /' || true
 step "installed in $(( $(date +%s) - t_apt ))s; /opt/archivist is $(du -sm "$root/opt/archivist" | cut -f1) MiB"
 in_root useradd -m smoke
 

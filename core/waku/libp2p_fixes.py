@@ -14,16 +14,22 @@ tests/unit/waku/test_libp2p_fixes.py).
 7. The default host accepts plaintext, secio and TLS: security options are Noise only.
 8. The swarm's auto-connector dials up to ~150 peers from the peerstore whenever it has fewer connections
    (including peers we disconnected for a cluster mismatch): disabled per host.
+9. Every outgoing pubsub RPC carries the signed peer record, rebuilt from the host's addresses and re-serialized
+   (a secp256k1 key serialization, ~0.4 ms) each time: cached per host for SENDER_RECORD_TTL_S.
 """
 from __future__ import annotations
 
 import hashlib
+import time
+import weakref
 from typing import Callable
 
 import trio
 from libp2p.crypto.keys import KeyPair
 from libp2p.crypto.x25519 import create_new_key_pair as new_x25519
 from libp2p.custom_types import TProtocol
+from libp2p.pubsub import gossipsub as _gossipsub_module
+from libp2p.pubsub import pubsub as _pubsub_module
 from libp2p.pubsub import rpc_queue
 from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
 from libp2p.pubsub.mcache import CacheEntry, MessageCache
@@ -147,4 +153,26 @@ def disable_auto_connector(host) -> None:
     host.get_network().auto_connector.maybe_connect = _no_dials
 
 
+SENDER_RECORD_TTL_S = 30.0
+_upstream_env_to_send = _pubsub_module.env_to_send_in_RPC
+_sender_records: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def cached_env_to_send_in_RPC(host) -> tuple[bytes, bool]:
+    """fix 9: the signed peer record attached to pubsub RPCs, cached per host."""
+    now = time.monotonic()
+    hit = _sender_records.get(host)
+    if hit is not None and now - hit[0] < SENDER_RECORD_TTL_S:
+        return hit[1]
+    value = _upstream_env_to_send(host)
+    _sender_records[host] = (now, value)
+    return value
+
+
+def install_sender_record_cache() -> None:
+    _pubsub_module.env_to_send_in_RPC = cached_env_to_send_in_RPC
+    _gossipsub_module.env_to_send_in_RPC = cached_env_to_send_in_RPC
+
+
 enlarge_send_queues()
+install_sender_record_cache()

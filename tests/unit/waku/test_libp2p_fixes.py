@@ -156,3 +156,21 @@ def test_fix8_auto_connector_disabled():
     disable_auto_connector(host)
     trio.run(ac.maybe_connect)
     assert called == []
+
+
+def test_fix9_sender_record_is_cached_per_host():
+    from libp2p.pubsub import gossipsub as gmod
+    from libp2p.pubsub import pubsub as pmod
+    from core.waku import libp2p_fixes
+    assert gmod.env_to_send_in_RPC is libp2p_fixes.cached_env_to_send_in_RPC
+    assert pmod.env_to_send_in_RPC is libp2p_fixes.cached_env_to_send_in_RPC
+    kp = create_new_key_pair()
+    host = new_host(key_pair=kp, sec_opt=noise_only_security(kp))
+    calls = []
+    upstream = libp2p_fixes._upstream_env_to_send
+    libp2p_fixes._upstream_env_to_send = lambda h: (calls.append(h), upstream(h))[1]
+    try:
+        first = [libp2p_fixes.cached_env_to_send_in_RPC(host) for _ in range(100)]
+    finally:
+        libp2p_fixes._upstream_env_to_send = upstream
+    assert len(calls) == 1 and len({f[0] for f in first}) == 1 and first[0][0]

@@ -16,6 +16,8 @@ tests/unit/waku/test_libp2p_fixes.py).
    (including peers we disconnected for a cluster mismatch): disabled per host.
 9. Every outgoing pubsub RPC carries the signed peer record, rebuilt from the host's addresses and re-serialized
    (a secp256k1 key serialization, ~0.4 ms) each time: cached per host for SENDER_RECORD_TTL_S.
+10. A listener that cannot bind (port in use) is only logged and the host runs without that address:
+    check_listening() turns it into an error (test: tests/integration/waku/test_faults.py).
 """
 from __future__ import annotations
 
@@ -151,6 +153,15 @@ def disable_auto_connector(host) -> None:
     async def _no_dials() -> None:
         return None
     host.get_network().auto_connector.maybe_connect = _no_dials
+
+
+def check_listening(host, requested) -> None:
+    """fix 10: raise OSError unless every requested transport (TCP, WebSocket) got a listen address."""
+    have = [str(a) for a in host.get_addrs()]
+    for want in requested:
+        ws = "/ws" in str(want)
+        if not any(("/ws" in a) == ws and "/tcp/" in a for a in have):
+            raise OSError(f"could not listen on {want} (address in use?)")
 
 
 SENDER_RECORD_TTL_S = 30.0

@@ -22,7 +22,7 @@ from libp2p.tools.anyio_service.context import background_trio_service
 
 from core.waku import lightpush, metadata, store_protocol
 from core.waku.identity import load_or_create_identity
-from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, disable_auto_connector
+from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, disable_auto_connector
 from core.waku.message import DEFAULT_MAX_MESSAGE_SIZE, WakuMessage, decode_message, encode_message, \
     validate_message
 from core.waku.relay import ReceivedMessage, RelayValidator
@@ -110,6 +110,7 @@ class WakuNode:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with self.host.run(self._listen), background_trio_service(self.pubsub), \
                 background_trio_service(self.router):
+            check_listening(self.host, self._listen)
             await self.pubsub.wait_until_ready()
             async with trio.open_nursery() as n:
                 self._nursery = n

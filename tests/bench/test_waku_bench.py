@@ -25,27 +25,36 @@ N_LAT, N_TPUT = (500, 5000) if SLOW else (50, 400)
 def _pipe_reference(n: int, size: int = 1024) -> tuple[float, float]:
     """Floor: round trip of one line through a child `cat` (latency) and n lines through it (lines/s)."""
     p = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-    line = "x" * size + "\n"
-    lat = []
-    for _ in range(50):
-        t = time.perf_counter()
-        p.stdin.write(line)
-        p.stdin.flush()
-        p.stdout.readline()
-        lat.append(time.perf_counter() - t)
-    def feed():
-        for _ in range(n):
+    try:
+        line = "x" * size + "\n"
+        lat = []
+        for _ in range(50):
+            t = time.perf_counter()
             p.stdin.write(line)
-        p.stdin.flush()
-    t = time.perf_counter()
-    writer = threading.Thread(target=feed)
-    writer.start()
-    for _ in range(n):
-        p.stdout.readline()
-    writer.join()
-    rate = n / (time.perf_counter() - t)
-    p.kill()
-    p.wait()
+            p.stdin.flush()
+            p.stdout.readline()
+            lat.append(time.perf_counter() - t)
+
+        def feed():
+            for _ in range(n):
+                p.stdin.write(line)
+            p.stdin.flush()
+        t = time.perf_counter()
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        for _ in range(n):
+            p.stdout.readline()
+        writer.join()
+        rate = n / (time.perf_counter() - t)
+    finally:
+        # never leave the child (or a blocked writer) behind, whatever happened above
+        p.kill()
+        p.wait()
+        for f in (p.stdin, p.stdout):
+            try:
+                f.close()
+            except (BrokenPipeError, OSError):
+                pass
     return statistics.median(lat), rate
 
 

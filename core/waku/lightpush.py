@@ -20,7 +20,7 @@ LIGHTPUSH_V3_PROTOCOL = "/vac/waku/lightpush/3.0.0"
 LIGHTPUSH_V2_PROTOCOL = "/vac/waku/lightpush/2.0.0-beta1"
 MAX_REQUEST = 2 * 1024 * 1024
 SUCCESS, BAD_REQUEST, PAYLOAD_TOO_LARGE, INVALID_MESSAGE = 200, 400, 413, 420
-UNSUPPORTED_PUBSUB_TOPIC, INTERNAL_SERVER_ERROR = 421, 500
+UNSUPPORTED_PUBSUB_TOPIC, TOO_MANY_REQUESTS, INTERNAL_SERVER_ERROR = 421, 429, 500
 log = logging.getLogger(__name__)
 
 # publish(pubsub_topic or None, message) -> number of relay peers; raises InvalidMessage / ValueError(topic)
@@ -60,9 +60,13 @@ async def answer_v3(data: bytes, publish: PublishFn) -> lpb.LightpushResponse:
     return resp
 
 
-async def serve_v3(stream, publish: PublishFn) -> None:
+async def serve_v3(stream, publish: PublishFn, allowed: bool = True) -> None:
     try:
-        resp = await answer_v3(await read_length_prefixed(stream, MAX_REQUEST), publish)
+        data = await read_length_prefixed(stream, MAX_REQUEST)
+        if allowed:
+            resp = await answer_v3(data, publish)
+        else:
+            resp = lpb.LightpushResponse(status_code=TOO_MANY_REQUESTS, status_desc="too many requests")
         await write_length_prefixed(stream, resp.SerializeToString())
     except Exception as e:
         log.debug("lightpush v3 request failed: %s", e)

@@ -22,6 +22,7 @@ from libp2p.tools.anyio_service.context import background_trio_service
 
 from core.waku import lightpush, metadata, store_protocol
 from core.waku.identity import load_or_create_identity
+from core.waku.ratelimit import PeerRateLimiter
 from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, disable_auto_connector
 from core.waku.message import DEFAULT_MAX_MESSAGE_SIZE, WakuMessage, decode_message, encode_message, \
     validate_message
@@ -46,6 +47,8 @@ class NodeConfig:
     store: MessageStore | None = None       # None: no store service, nothing persisted
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     metadata_disconnect_unsupported: bool = False  # nwaku disconnects peers without metadata
+    requests_per_s: float = 100.0           # per-peer store/lightpush limit (token bucket) ...
+    request_burst: int = 500                # ... beyond which peers get 429
     extra: dict = field(default_factory=dict)
 
     def topics(self) -> tuple[str, ...]:
@@ -99,7 +102,9 @@ class WakuNode:
         self.pubsub = WakuPubsub(self.host, self.router, self._on_pubsub)
         h = self.host
         h.set_stream_handler(metadata.METADATA_PROTOCOL, self._serve_metadata)
-        h.set_stream_handler(lightpush.LIGHTPUSH_V3_PROTOCOL, lambda s: lightpush.serve_v3(s, self._lightpush_publish))
+        self.limiter = PeerRateLimiter(config.requests_per_s, config.request_burst)
+        h.set_stream_handler(lightpush.LIGHTPUSH_V3_PROTOCOL,
+                             lambda s: lightpush.serve_v3(s, self._lightpush_publish, self._allowed(s)))
         h.set_stream_handler(lightpush.LIGHTPUSH_V2_PROTOCOL, lambda s: lightpush.serve_v2(s, self._lightpush_publish))
         if self.store is not None:
             h.set_stream_handler(store_protocol.STORE_V3_PROTOCOL, self._serve_store_v3)
@@ -174,13 +179,16 @@ class WakuNode:
             if batch:
                 await trio.to_thread.run_sync(self.store.add_many, batch)
 
+    def _allowed(self, stream) -> bool:
+        return self.limiter.allow(stream.muxed_conn.peer_id.pretty())
+
     async def _serve_store_v3(self, stream) -> None:
         await self.flush_store()  # a query sees every message relayed before it
-        await store_protocol.serve_v3(stream, self.store)
+        await store_protocol.serve_v3(stream, self.store, self._allowed(stream))
 
     async def _serve_store_v2(self, stream) -> None:
         await self.flush_store()
-        await store_protocol.serve_v2(stream, self.store)
+        await store_protocol.serve_v2(stream, self.store, self._allowed(stream))
 
     async def _pruner(self) -> None:
         while True:

@@ -13,7 +13,7 @@ from core.pb import waku_store_v2beta4_pb2 as v2pb
 from core.pb import waku_store_v3_pb2 as v3pb
 from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
 from core.waku.store_db import MessageStore
-from core.waku.store_query import BAD_REQUEST, handle_store_v2, handle_store_v3
+from core.waku.store_query import BAD_REQUEST, TOO_MANY_REQUESTS, handle_store_v2, handle_store_v3
 from core.waku.varint import DecodeError
 
 STORE_V3_PROTOCOL = "/vac/waku/store-query/3.0.0"
@@ -40,19 +40,39 @@ def answer_v2(store: MessageStore, data: bytes) -> bytes | None:
     return handle_store_v2(store, rpc).SerializeToString()
 
 
-async def serve_v3(stream, store: MessageStore) -> None:
+def too_many_v3(data: bytes) -> bytes:
+    try:
+        rid = v3pb.StoreQueryRequest.FromString(data).request_id
+    except PbDecodeError:
+        rid = ""
+    return v3pb.StoreQueryResponse(request_id=rid, status_code=TOO_MANY_REQUESTS,
+                                   status_desc="too many requests").SerializeToString()
+
+
+def too_many_v2(data: bytes) -> bytes | None:
+    try:
+        out = v2pb.HistoryRPC(request_id=v2pb.HistoryRPC.FromString(data).request_id)
+    except PbDecodeError:
+        return None
+    out.response.error = v2pb.HistoryResponse.TOO_MANY_RESULTS  # the v2 enum's 429
+    return out.SerializeToString()
+
+
+async def serve_v3(stream, store: MessageStore, allowed: bool = True) -> None:
     try:
         data = await read_length_prefixed(stream, MAX_REQUEST)
-        await write_length_prefixed(stream, await trio.to_thread.run_sync(answer_v3, store, data))
+        out = await trio.to_thread.run_sync(answer_v3, store, data) if allowed else too_many_v3(data)
+        await write_length_prefixed(stream, out)
     except Exception as e:
         log.debug("store v3 request failed: %s", e)
     finally:
         await stream.close()
 
 
-async def serve_v2(stream, store: MessageStore) -> None:
+async def serve_v2(stream, store: MessageStore, allowed: bool = True) -> None:
     try:
-        out = await trio.to_thread.run_sync(answer_v2, store, await read_length_prefixed(stream, MAX_REQUEST))
+        data = await read_length_prefixed(stream, MAX_REQUEST)
+        out = await trio.to_thread.run_sync(answer_v2, store, data) if allowed else too_many_v2(data)
         if out is not None:
             await write_length_prefixed(stream, out)
     except Exception as e:

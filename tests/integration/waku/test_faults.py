@@ -53,3 +53,16 @@ def test_store_node_vanishing_mid_query_raises_instead_of_hanging(make_node):
     with pytest.raises(Exception):
         list(it)
     assert time.monotonic() - t < 15
+
+
+def test_abusive_store_client_gets_429(make_node):
+    from core.waku.embedded import StoreQueryError
+    server = make_node(requests_per_s=0.001, request_burst=3)
+    server.config.store.add_many((PS, WakuMessage(b"m%d" % i, CT, timestamp=i + 1)) for i in range(50))
+    client = make_node(store=False)
+    it = client.query_store(server.listen_addrs[0], [CT], page_size=10)
+    with pytest.raises(StoreQueryError) as e:
+        list(it)
+    assert e.value.code == 429
+    resp = client.lightpush(server.peer_id, PS, WakuMessage(b"x", CT, timestamp=1))
+    assert resp.status_code == 429

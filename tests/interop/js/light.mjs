@@ -3,7 +3,7 @@
 // Usage: node light.mjs --peer=<multiaddr> --cluster=16 --shard=32 --topic=<content topic>
 //   --mode=store --forward=true|false --limit=N [--start=ms --end=ms]   -> {"event":"message",...} lines, then
 //                                                                          {"event":"done","count":N}
-//   --mode=lightpush --count=N                                          -> {"event":"pushed",...} lines
+//   --mode=lightpush --count=N [--legacy=true]                                         -> {"event":"pushed",...} lines
 import { args, emit, hex } from "./polyfill.mjs";
 import { createLightNode, Protocols } from "waku-sdk-latest";
 import { multiaddr } from "@multiformats/multiaddr";
@@ -40,7 +40,8 @@ if (args.mode === "store") {
 } else if (args.mode === "lightpush") {
   const encoder = node.createEncoder({ contentTopic: args.topic, shardId: shard });
   for (let i = 0; i < Number(args.count ?? 1); i++) {
-    const res = await node.lightPush.send(encoder, { payload: new TextEncoder().encode(`pushed by js ${i}`) });
+    const res = await node.lightPush.send(encoder, { payload: new TextEncoder().encode(`pushed by js ${i}`) },
+                                          { useLegacy: args.legacy === "true" });
     emit({ event: "pushed", i, successes: res.successes.length,
            failures: (res.failures ?? []).map((f) => String(f.error ?? f)) });
   }

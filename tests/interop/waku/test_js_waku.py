@@ -79,11 +79,12 @@ def test_js_store_v3_hashes_and_time_window(filled_store_node, js_node):
     assert [e["hash"] for e in got] == [m.hash(PS).hex() for m in msgs[10:20]]
 
 
-def test_js_lightpush_v3_to_our_node(our_node, js_node):
+@pytest.mark.parametrize("legacy", ["false", "true"])  # lightpush v3, and the legacy v2-beta1 server
+def test_js_lightpush_to_our_node(our_node, js_node, legacy):
     ours = our_node()
     got = Collector()
     ours.subscribe(PS, [CT], got)
-    js = js_node("light.mjs", peer=ours.ws_addr(), topic=CT, mode="lightpush", count=3)
+    js = js_node("light.mjs", peer=ours.ws_addr(), topic=CT, mode="lightpush", count=3, legacy=legacy)
     js.next("ready")
     for _ in range(3):
         ev = js.next("pushed")

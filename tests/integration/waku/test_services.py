@@ -87,3 +87,22 @@ def test_retention_drops_old_messages_on_running_node(make_node):
     clock["t"] += 2 * DAY_NS
     assert s.config.store.prune() == 1
     assert [r.message.payload for r in q.query_store(s.listen_addrs[0], [CT])] == [b"recent"]
+
+
+def test_ping_and_identify_advertise_our_protocols(make_node):
+    from libp2p.host.ping import ID as PING, perform_ping_roundtrip
+    a, b = make_node(), make_node(store=False)
+    b.add_peer(a.ws_addr())
+    pid = ID.from_base58(a.peer_id)
+
+    async def ping_and_identify():
+        stream = await b.node.host.new_stream(pid, [PING])
+        rtt = await perform_ping_roundtrip(stream)
+        await stream.close()
+        await b.node.host._identify_peer(pid, reason="test")
+        return rtt, set(b.node.host.get_peerstore().get_protocols(pid))
+    rtt, protocols = b._call(ping_and_identify)
+    assert rtt >= 0
+    assert {"/vac/waku/relay/2.0.0", "/vac/waku/store-query/3.0.0", "/vac/waku/store/2.0.0-beta4",
+            "/vac/waku/metadata/1.0.0", "/vac/waku/lightpush/3.0.0", "/vac/waku/lightpush/2.0.0-beta1",
+            "/ipfs/id/1.0.0", "/ipfs/ping/1.0.0"} <= protocols

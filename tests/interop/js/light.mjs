@@ -1,7 +1,7 @@
 // js-waku light node (@waku/sdk 0.0.36, installed as "waku-sdk-latest") for the interop tests:
 // store v3 queries and lightpush v3 against our node.
 // Usage: node light.mjs --peer=<multiaddr> --cluster=16 --shard=32 --topic=<content topic>
-//   --mode=store --forward=true|false --limit=N [--start=ms --end=ms]   -> {"event":"message",...} lines, then
+//   --mode=store --forward=true|false --limit=N [--start=ms --end=ms] [--hashes=hex,hex] -> {"event":"message",...} lines, then
 //                                                                          {"event":"done","count":N}
 //   --mode=lightpush --count=N [--legacy=true]                                         -> {"event":"pushed",...} lines
 import { args, emit, hex } from "./polyfill.mjs";
@@ -25,6 +25,7 @@ if (args.mode === "store") {
   const opts = { paginationForward: args.forward !== "false", paginationLimit: Number(args.limit ?? 20) };
   if (args.start) opts.timeStart = new Date(Number(args.start));
   if (args.end) opts.timeEnd = new Date(Number(args.end));
+  if (args.hashes) opts.messageHashes = args.hashes.split(",").map((h) => Uint8Array.from(Buffer.from(h, "hex")));
   let count = 0, pages = 0;
   for await (const page of node.store.queryGenerator([decoder], opts)) {
     pages += 1;

@@ -79,6 +79,19 @@ def test_js_store_v3_hashes_and_time_window(filled_store_node, js_node):
     assert [e["hash"] for e in got] == [m.hash(PS).hex() for m in msgs[10:20]]
 
 
+def test_js_store_v3_message_hash_lookup(filled_store_node, js_node):
+    ours, msgs, _ = filled_store_node
+    wanted = [msgs[3], msgs[17], msgs[42]]
+    hashes = ",".join([m.hash(PS).hex() for m in wanted] + ["ab" * 32])  # plus one we do not have
+    js = js_node("light.mjs", peer=ours.ws_addr(), topic=CT, mode="store", forward="true", limit=2, hashes=hashes)
+    js.next("ready")
+    got = []
+    while (ev := js.events.get(timeout=60))["event"] == "message":
+        got.append(ev)
+    assert ev["event"] == "done"
+    assert [e["hash"] for e in got] == [m.hash(PS).hex() for m in wanted]
+
+
 @pytest.mark.parametrize("legacy", ["false", "true"])  # lightpush v3, and the legacy v2-beta1 server
 def test_js_lightpush_to_our_node(our_node, js_node, legacy):
     ours = our_node()

@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS history_messages (
   raw_payload BLOB NOT NULL,     -- the WakuMessage payload as archived (ProtocolMessage bytes)
   archive_id TEXT,               -- the archive it came from
   PRIMARY KEY (community_id, hash)
-) WITHOUT ROWID;
+);
 CREATE INDEX IF NOT EXISTS history_messages_range ON history_messages (community_id, timestamp);
 CREATE INDEX IF NOT EXISTS history_messages_chat ON history_messages (chat_id, clock);
 

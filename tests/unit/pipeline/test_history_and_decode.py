@@ -104,3 +104,15 @@ def test_decode_entries_survives_arbitrary_bytes(tmp_path_factory, blob, offset,
     out = list(decode_entries([("0xfe", offset, size, min(padding, size), 0, 10)], str(p), C, default_unwrap))
     assert len(out) == 1 and out[0][0] == "0xfe"
     assert (out[0][1] is None) != (out[0][2] is None)
+
+
+def test_session_settings_follow_dependencies_md(tmp_path):
+    import sys
+    from core.pipeline.session import SparkSettings
+    conf = SparkSettings(master="spark://127.0.0.1:7077", log_dir=str(tmp_path)).conf()
+    assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "127.0.0.1"
+    assert conf["spark.ui.enabled"] == "false" and conf["spark.ui.showConsoleProgress"] == "false"
+    assert conf["spark.sql.session.timeZone"] == "UTC" and conf["spark.pyspark.python"] == sys.executable
+    assert "-XX:MaxDirectMemorySize=" in conf["spark.driver.extraJavaOptions"]
+    props = (tmp_path / "log4j2.properties").read_text()
+    assert "rootLogger.level = error" in props and str(tmp_path / "spark.log") in props

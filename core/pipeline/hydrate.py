@@ -66,8 +66,8 @@ def decode_entries(entries: Iterable[tuple], data_path: str, community_id: str, 
                         rows.append((community_id, h, m.timestamp, m.topic, m.sig or None, None, None, None, None,
                                      None, m.payload, aid))
                     else:
-                        rows.append((community_id, h, m.timestamp, m.topic, m.sig or None, u.chat_id, u.clock,
-                                     u.message_id, u.message_type, u.text, m.payload, aid))
+                        rows.append((community_id, h, m.timestamp, m.topic, u.author or m.sig or None, u.chat_id,
+                                     u.clock, u.message_id, u.message_type, u.text, m.payload, aid))
                 yield aid, None, rows
             except Exception as e:  # noqa: BLE001 - reported by archive ID on the driver
                 yield aid, f"{getattr(e, 'code', type(e).__name__)}: {e}", None

@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS history_messages (
   hash BLOB NOT NULL,            -- 32-byte Waku message hash (archive's WakuMessage.hash)
   timestamp INTEGER NOT NULL,    -- Waku timestamp, seconds: what archive windows [from, to) cover
   topic BLOB NOT NULL,           -- 4-byte Status topic
-  sender BLOB,                   -- WakuMessage.sig: the signer's public key
+  sender BLOB,                   -- author key from the ApplicationMetadataMessage, else WakuMessage.sig
   chat_id TEXT,                  -- unwrapped ChatMessage.chat_id, if any
   clock INTEGER,                 -- unwrapped ChatMessage.clock (Lamport clock), if any
   message_id TEXT,               -- application message ID, if known

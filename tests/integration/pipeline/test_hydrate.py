@@ -156,3 +156,24 @@ def test_pluggable_unwrap_runs_in_executors(spark_owner, tmp_path, built):
     assert tagged and all(r[5] == "chat-00" and r[6] == len(r[10]) and r[8] == 1 for r in tagged)
     assert len(tagged) == sum(1 for m in ms if m.payload[:1] == b"\x00")
     con.close()
+
+
+def test_real_status_traffic_is_unwrapped(spark_owner, tmp_path):
+    """Signed, payload-v1 Status chat messages (core.status.traffic) come out as chat rows: text, chat ID, clock,
+    author."""
+    from core.status.traffic import TrafficGenerator, write_store as write_traffic
+    gen = TrafficGenerator(seed=9, channels=2, authors=4)
+    sent = list(gen.messages(120, start=T0, span=2 * WEEK))
+    store = write_traffic(tmp_path / "db.sqlite", 120, generator=TrafficGenerator(seed=9, channels=2, authors=4),
+                          start=T0, span=2 * WEEK)
+    topics = [bytes.fromhex(t[2:]) for t in store.topics]
+    build_archives(store.path, store.community_id, topics, tmp_path / "d", tmp_path / "t", end=T0 + 2 * WEEK)
+    db = tmp_path / "member.sqlite"
+    r = submit_hydrate(spark_owner, tmp_path / "d" / store.community_id, store.community_id, db).result(300)
+    assert r.messages == 120
+    con = history.connect(db)
+    rows = history.messages(con, store.community_id)
+    con.close()
+    got = sorted((row[5], row[6], row[9], row[4]) for row in rows)
+    want = sorted((m.chat_id, m.clock, m.text, m.author) for m in sent)
+    assert got == want and all(row[8] == 1 for row in rows)  # type 1 = CHAT_MESSAGE

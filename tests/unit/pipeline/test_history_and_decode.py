@@ -116,3 +116,12 @@ def test_session_settings_follow_dependencies_md(tmp_path):
     assert "-XX:MaxDirectMemorySize=" in conf["spark.driver.extraJavaOptions"]
     props = (tmp_path / "log4j2.properties").read_text()
     assert "rootLogger.level = error" in props and str(tmp_path / "spark.log") in props
+
+
+def test_cli_registers_spark_commands():
+    from core.cli import make_parser
+    a = make_parser().parse_args(["spark-build", "--db", "x.sqlite", "--community-id", C, "--topic", "0x01020304",
+                                  "--data-dir", "d", "--torrent-dir", "t", "--master", "spark://127.0.0.1:7077"])
+    assert a.topic == [bytes.fromhex("01020304")] and a.master == "spark://127.0.0.1:7077"
+    a = make_parser().parse_args(["spark-hydrate", "--folder", "d", "--community-id", C, "--db", "m.sqlite"])
+    assert a.archive_id is None and a.master == "local[*]"

@@ -24,11 +24,12 @@ from core.waku import lightpush, metadata, store_protocol
 from core.waku.identity import load_or_create_identity
 from core.waku.ratelimit import PeerRateLimiter
 from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, disable_auto_connector
-from core.waku.message import DEFAULT_MAX_MESSAGE_SIZE, WakuMessage, decode_message, encode_message, \
-    validate_message
+from core.waku.message import DEFAULT_MAX_MESSAGE_SIZE, InvalidMessage, WakuMessage, decode_message, \
+    encode_message, validate_message
 from core.waku.relay import ReceivedMessage, RelayValidator
 from core.waku.store_db import MessageStore
-from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD, auto_shard_topic, static_shard_topic
+from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD, InvalidTopic, auto_shard_topic, \
+    parse_content_topic, static_shard_topic
 
 log = logging.getLogger(__name__)
 PRUNE_INTERVAL_S = 3600
@@ -145,8 +146,14 @@ class WakuNode:
         return len(self.pubsub.peer_topics.get(pubsub_topic, ()))
 
     async def publish(self, pubsub_topic: str, msg: WakuMessage) -> bytes:
+        """Our edge (local publish and lightpush): also insists on a well-formed content topic. Relayed
+        messages are not held to that, as nwaku does not check it either."""
         data = encode_message(msg)
         validate_message(msg, max_size=self.config.max_message_size, encoded_size=len(data))
+        try:
+            parse_content_topic(msg.content_topic)
+        except InvalidTopic as e:
+            raise InvalidMessage(str(e)) from e
         if pubsub_topic not in self.pubsub.topic_ids:
             await self.subscribe_topic(pubsub_topic)
         await self.pubsub.publish_unsigned(pubsub_topic, data)

@@ -37,7 +37,7 @@ def test_invalid_messages_are_not_published(make_node):
     from core.waku.message import InvalidMessage
     a = make_node(store=False)
     for bad in [WakuMessage(b"", "/a/1/b/c", timestamp=1), WakuMessage(b"x", "/a/1/b/c"),
-                WakuMessage(b"x" * 200_000, "/a/1/b/c", timestamp=1)]:
+                WakuMessage(b"x" * 200_000, "/a/1/b/c", timestamp=1), WakuMessage(b"x", "no-slashes", timestamp=1)]:
         with pytest.raises(InvalidMessage):
             a.publish(PS, bad)
 

@@ -30,6 +30,7 @@ def test_lightpush_v3_publishes_and_reports_errors(make_node):
     assert got.wait_for(1)[0].hash == msg.hash(PS)
     assert client.lightpush(server.peer_id, "/waku/2/rs/99/1", msg).status_code == 421
     assert client.lightpush(server.peer_id, PS, WakuMessage(b"", CT, timestamp=1)).status_code == 420
+    assert client.lightpush(server.peer_id, PS, WakuMessage(b"x", "bad topic", timestamp=1)).status_code == 420
     big = WakuMessage(b"x" * 200_000, CT, timestamp=1)
     assert client.lightpush(server.peer_id, PS, big).status_code == 413
     # no pubsub topic: the node's first shard

@@ -15,9 +15,18 @@ const node = await createLightNode({
   libp2p: { filterMultiaddrs: false, hideWebSocketInfo: true },
 });
 await node.start();
-await node.dial(multiaddr(args.peer));
 const want = args.mode === "store" ? Protocols.Store : Protocols.LightPush;
-await node.waitForPeers([want], 20000);
+// Dial and wait for the service; re-dial if js-waku has not registered it (rarely seen under heavy load).
+for (let attempt = 1; ; attempt++) {
+  try {
+    await node.dial(multiaddr(args.peer));
+    await node.waitForPeers([want], 8000);
+    break;
+  } catch (e) {
+    process.stderr.write(`attempt ${attempt}: ${e}\n`);
+    if (attempt >= 3) throw e;
+  }
+}
 emit({ event: "ready", peerId: node.libp2p.peerId.toString() });
 
 if (args.mode === "store") {

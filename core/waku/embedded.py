@@ -85,8 +85,6 @@ class EmbeddedWakuBackend:
         self._events.put(None)
         if self._dispatcher is not None:
             self._dispatcher.join(timeout)
-        if self.config.store is not None:
-            pass  # the store belongs to the caller, who closes it
         self._thread = None
 
     def __enter__(self):

@@ -5,7 +5,7 @@ Use it through EmbeddedWakuBackend (embedded.py), which runs it in its own threa
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -50,7 +50,6 @@ class NodeConfig:
     metadata_disconnect_unsupported: bool = False  # nwaku disconnects peers without metadata
     requests_per_s: float = 100.0           # per-peer store/lightpush limit (token bucket) ...
     request_burst: int = 500                # ... beyond which peers get 429
-    extra: dict = field(default_factory=dict)
 
     def topics(self) -> tuple[str, ...]:
         return self.pubsub_topics or tuple(static_shard_topic(self.cluster_id, s) for s in self.shards)

@@ -38,12 +38,13 @@ mirror=${SMOKE_MIRROR:-$(grep -oE 'https?://[^ ]+' <<<"$apt_lines" | grep -v -- 
 security=$(grep -oE 'https?://[^ ]+' <<<"$apt_lines" | grep -m1 -- 'debian-security' || true)
 [[ -n "$mirror" ]] || die "no Debian mirror found in /etc/apt (set SMOKE_MIRROR)"
 
-kill_leftovers() {  # processes this script started inside the chroot (e.g. a Spark JVM outliving its app)
-  local p
-  for p in /proc/[0-9]*; do
-    [[ "$(readlink "$p/root" 2>/dev/null)" == "$root" ]] || continue
-    echo "  (killing leftover ${p#/proc/}: $(tr "\\0" " " < "$p/cmdline" | cut -c1-90))"
-    kill -9 "${p#/proc/}" 2>/dev/null || true
+chroot_pids() { local p; for p in /proc/[0-9]*; do [[ "$(readlink "$p/root" 2>/dev/null)" == "$root" ]] && echo "${p#/proc/}"; done; return 0; }
+kill_leftovers() {  # processes this script started inside the chroot that outlive their app by 10 s (a Spark JVM)
+  local p i
+  for i in $(seq 100); do [[ -z "$(chroot_pids)" ]] && return 0; sleep 0.1; done
+  for p in $(chroot_pids); do
+    echo "  LEFTOVER ${p}: $(tr "\\0" " " < "/proc/$p/cmdline" 2>/dev/null | cut -c1-100) (killed)"
+    kill -9 "$p" 2>/dev/null || true
   done
   return 0
 }

@@ -104,21 +104,23 @@ def control_magnet(pair):
 
 
 def test_canonical_replacement_keeps_messages_outside_archived_ranges(pair):
-    from core.storage.member_history import HistoryRow
+    def row(h: str, ts: int, text: str) -> tuple:
+        return (cid, bytes.fromhex(h[2:]), ts, b"\0" * 4, None, "chat", 0, None, 1, text, b"", None)
     pair.member_cfg.policy = "latest"
     start_control(pair)
     cid = pair.control_cfg.community_id
     latest = max(control_folder_ids(pair).values(), key=lambda e: e.end)
-    inside = HistoryRow("0x" + "11" * 32, "chat", "0x00000000", latest.start + 5, text="stale local copy")
-    edited = HistoryRow("0x" + next(m.hash.hex() for m in pair.sent if latest.start <= m.timestamp_ns // 10 ** 9
-                                    < latest.end), "chat", "0x00000000", latest.start + 7, text="edited locally")
-    outside = HistoryRow("0x" + "22" * 32, "chat", "0x00000000", latest.start - 5, text="older, not archived here")
-    after = HistoryRow("0x" + "33" * 32, "chat", "0x00000000", latest.end + 5, text="newer live message")
+    in_range = next(m.hash.hex() for m in pair.sent if latest.start <= m.timestamp_ns // 10 ** 9 < latest.end)
+    inside = row("0x" + "11" * 32, latest.start + 5, "stale local copy")
+    edited = row("0x" + in_range, latest.start + 7, "edited locally")
+    outside = row("0x" + "22" * 32, latest.start - 5, "older, not archived here")
+    after = row("0x" + "33" * 32, latest.end + 5, "newer live message")
     pair.history.add_live(cid, [inside, edited, outside, after])
     pair.member.add_community(pair.member_cfg).result(30)
     _drive_member(pair)
     got = {r["id"]: r["text"] for r in pair.history.messages(cid, limit=100_000)}
     want = _expected(pair, latest.start, latest.end)
-    assert {k: v for k, v in got.items() if k not in (outside.id, after.id)} == want
-    assert got[outside.id] == outside.text and got[after.id] == after.text
-    assert inside.id not in got and got[edited.id] != "edited locally"
+    key = lambda r: "0x" + r[1].hex()  # noqa: E731
+    assert {k: v for k, v in got.items() if k not in (key(outside), key(after))} == want
+    assert got[key(outside)] == outside[9] and got[key(after)] == after[9]
+    assert key(inside) not in got and got[key(edited)] != "edited locally"

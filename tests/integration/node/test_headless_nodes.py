@@ -131,7 +131,7 @@ def test_member_killed_mid_way_completes_after_restart(tmp_path, nodes, kill_on)
     import sqlite3
     db = sqlite3.connect(mdir / "history.sqlite")
     try:
-        n, distinct = db.execute("SELECT COUNT(*), COUNT(DISTINCT id) FROM history_messages").fetchone()
+        n, distinct = db.execute("SELECT COUNT(*), COUNT(DISTINCT hash) FROM history_messages").fetchone()
     finally:
         db.close()
     assert n == distinct == count

@@ -10,7 +10,7 @@ stage="$build/stage"
 app=/opt/archivist
 venv="$stage$app/venv"
 py=${DEB_PYTHON:-/usr/bin/python3}          # Debian's interpreter; the venv links to it by absolute path
-compress=${DEB_COMPRESS:-zstd}       # xz took >20 min for 1.3 GB on 2 busy cores
+compress=${DEB_COMPRESS:-zstd}       # xz: 14 min on 2 cores for 11 % less (README.md)
 t0=$(date +%s)
 
 die() { echo "build-deb: $*" >&2; exit 1; }
@@ -23,10 +23,9 @@ pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 # concurrent work never reach a package. DEB_FROM_WORKTREE=1 builds the work tree as it is.
 src="$build/src"
 rm -rf "$src" && mkdir -p "$src"
-if [[ "${DEB_FROM_WORKTREE:-0}" == 1 ]]; then
+if [[ "${DEB_FROM_WORKTREE:-0}" == 1 ]] || ! git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
   commit="worktree"
-  git -C "$root" ls-files -co --exclude-standard -z core gui pyproject.toml requirements README.md \
-    | (cd "$root" && xargs -0 cp --parents -t "$src")
+  (cd "$root" && tar -c --exclude=__pycache__ core gui pyproject.toml requirements README.md) | tar -x -C "$src"
 else
   commit=$(git -C "$root" rev-parse --short HEAD)
   git -C "$root" archive HEAD core gui pyproject.toml requirements README.md | tar -x -C "$src"

@@ -4,13 +4,15 @@ The Spark pipeline (core/pipeline) must produce exactly the same bytes; tests co
 """
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from core.archive import codec
-from core.archive.constants import PARTITION_SECONDS
+from core.archive.constants import PARTITION_SECONDS, PIECE_LENGTH
+from core.archive.errors import ArchiveError
 from core.archive.folder import ArchiveFolder, NewArchive, atomic_write
 from core.archive.partition import chunk_messages, partitions
 from core.archive.torrent import build_metainfo, parse_metainfo
@@ -87,16 +89,32 @@ def write_torrent(folder: ArchiveFolder, community_id: str, torrent_dir: Path | 
     return mi.infohash, mi.magnet(), path
 
 
+DISK_MARGIN = 16 * 1024 * 1024
+
+
+def check_disk_space(folder: Path, need: int, free_space: Callable[[Path], int] | None = None) -> None:
+    """Refuse before writing anything when the archives (plus a margin) would not fit."""
+    free = (free_space or (lambda p: shutil.disk_usage(p).free))(folder)
+    if free < need + DISK_MARGIN:
+        raise ArchiveError(f"not enough disk space in {folder}: the new archives need about {need / 1e6:.1f} MB "
+                           f"(+{DISK_MARGIN / 1e6:.0f} MB margin), {free / 1e6:.1f} MB free", code="disk-full")
+
+
 def build_archives(db_path: Path | str, community_id: str, topics: Sequence[bytes], data_dir: Path | str,
                    torrent_dir: Path | str, *, start: int | None = None, end: int | None = None,
                    trackers: Sequence[str] = (), transform: ArchiveTransform | None = None,
-                   now: Callable[[], float] = time.time) -> BuildResult:
+                   now: Callable[[], float] = time.time,
+                   free_space: Callable[[Path], int] | None = None) -> BuildResult:
     """Build all missing archives of one community from a status-go `waku_messages` database."""
     end = int(now()) if end is None else end
     folder = ArchiveFolder(community_folder(data_dir, community_id), create=True)
     con = waku_messages.connect(db_path, create=False)
     try:
         plan = plan_build(folder, waku_messages.oldest_timestamp(con, topics), end, start)
+        if plan.windows:
+            count, raw = waku_messages.payload_bytes(con, topics, plan.windows[0][0], plan.windows[-1][1])
+            # each message costs a few bytes of framing; each archive pads up to a piece; the torrent is ~1/5000
+            check_disk_space(folder.path, raw + 64 * count + PIECE_LENGTH * (len(plan.windows) + 1), free_space)
         fetch = lambda lo, hi: waku_messages.query_messages(con, topics, lo, hi)  # noqa: E731
         produced = list(encode_windows(plan.windows, topics, fetch, transform))
     finally:

@@ -80,3 +80,14 @@ def oldest_timestamp(con: sqlite3.Connection, topics: Sequence[bytes]) -> int | 
     row = con.execute(f"SELECT MIN(timestamp) FROM waku_messages WHERE topic IN ({marks})",
                       [topic_text(t) for t in topics]).fetchone()
     return None if row[0] is None else int(row[0])
+
+
+def payload_bytes(con: sqlite3.Connection, topics: Sequence[bytes], start: int, end: int) -> tuple[int, int]:
+    """(messages, bytes of payload + sig) in [start, end): what a build of that range will write, before padding."""
+    if not topics:
+        return 0, 0
+    marks = ",".join("?" * len(topics))
+    row = con.execute(f"SELECT COUNT(*), COALESCE(SUM(LENGTH(payload) + LENGTH(sig) + LENGTH(padding)), 0) "
+                      f"FROM waku_messages WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks})",
+                      (start, end, *(topic_text(t) for t in topics))).fetchone()
+    return int(row[0]), int(row[1])

@@ -107,3 +107,16 @@ def test_synth_is_deterministic(tmp_path):
     c = synthesize(tmp_path / "c.sqlite", messages=500, weeks=2, seed=4)
     assert (tmp_path / "a.sqlite").read_bytes() == (tmp_path / "b.sqlite").read_bytes()
     assert a.community_id == b.community_id != c.community_id
+
+
+def test_disk_full_refused_before_writing(tmp_path, community):
+    import pytest
+    from core.archive.errors import ArchiveError
+    s, topics = community
+    with pytest.raises(ArchiveError) as e:
+        build_archives(s.path, s.community_id, topics, tmp_path / "d", tmp_path / "t", end=s.end,
+                       free_space=lambda p: 16 * 1024 * 1024 + 100_000)
+    assert e.value.code == "disk-full" and "MB free" in str(e.value)
+    folder = tmp_path / "d" / s.community_id
+    assert not (folder / "data").exists() and not (folder / "index").exists()
+    assert not (tmp_path / "t").exists()

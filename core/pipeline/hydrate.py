@@ -23,6 +23,9 @@ from core.pipeline.unwrap import Unwrapper, default_unwrap
 from core.storage import history
 
 
+HYDRATE_PARTITION_BYTES = 64 << 20
+
+
 class HydrateError(ArchiveError):
     code = "hydrate-failed"
 
@@ -99,7 +102,10 @@ def hydrate_job(spark, job: SparkJob | None, folder: Path | str, community_id: s
     if not entries:
         return result
     sc = spark.sparkContext
-    slices = min(len(entries), max(2, sc.defaultParallelism * 2))
+    # toLocalIterator brings one partition's decoded rows at a time into the 2 GB driver heap (two with prefetch):
+    # keep a partition near 64 MB of archives (one partition of 1.25M rows killed the JVM at 10M messages).
+    total = sum(e.size for _, e in entries)
+    slices = min(len(entries), max(2, sc.defaultParallelism * 2, -(-total // HYDRATE_PARTITION_BYTES)))
     if job is not None:
         job.expected_tasks = slices
     payload = [(a, e.offset, e.size, e.padding, e.start, e.end) for a, e in entries]

@@ -68,8 +68,8 @@ def warm_spark(window, master: str | None = None) -> None:
     t0 = time.perf_counter()
 
     def work(ctx):
-        from core.pipeline.session import SparkOwner, SparkSettings
-        owner = SparkOwner(SparkSettings(master=master) if master else None)
+        from core.pipeline.session import SparkSettings, default_owner
+        owner = default_owner(SparkSettings(master=master) if master else None)   # shared with the node
         window.spark_owner = owner          # a plain attribute: closed in MainWindow.closeEvent
         owner.warm().result(600)
         return time.perf_counter() - t0

@@ -26,6 +26,7 @@ class NodeSettings:
     waku_peers: list[str] = field(default_factory=list)
     waku_rest_url: str = "http://127.0.0.1:8645"
     spark_master: str = "local[*]"
+    spark_build: bool = True                     # control nodes build on Spark (False: single-process path)
     communities: list[CommunityConfig] = field(default_factory=list)
 
 
@@ -70,6 +71,7 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             waku_peers=[str(x) for x in w.get("peers", [])],
             waku_rest_url=str(w.get("rest_url", "http://127.0.0.1:8645")),
             spark_master=str(doc.get("spark", {}).get("master", "local[*]")),
+            spark_build=bool(doc.get("spark", {}).get("build", True)),
         )
         for c in doc.get("community", []):
             role = c.get("role", "member")

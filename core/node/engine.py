@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 
 class Engine:
     def __init__(self, root: Path | str, *, clock=None, transport=None, torrents=None, hydrator=None,
-                 settle: float = 20.0, tick_seconds: float = 1.0, peers: tuple = (), history=None):
+                 settle: float = 20.0, tick_seconds: float = 1.0, peers: tuple = (), history=None,
+                 builder=None):
         self.paths = NodePaths(Path(root)).ensure()
         self.clock = clock or SystemClock()
         self.bus = E.EventBus()
@@ -32,6 +33,7 @@ class Engine:
         self.unwrap = lambda raw: open_archive_bytes(raw, self.group_keys)
         self.transport, self.torrents, self.hydrator = transport, torrents, hydrator
         self.history_db = history            # core.storage.member_history.MemberHistory (members)
+        self.builder = builder               # None: the single-process reference build; see runner.spark_builder
         self.settle, self.tick_seconds, self.peers = settle, tick_seconds, tuple(peers)
         self.nodes: dict[str, ControlNode | MemberNode] = {}
         self._queues: dict[str, ThreadPoolExecutor] = {}
@@ -44,7 +46,8 @@ class Engine:
         if cfg.role == "control":
             node: ControlNode | MemberNode = ControlNode(
                 cfg, self.paths, self.state, self.bus, self.clock, seeder=self.torrents, announcer=self._announce,
-                store_query=self._store_query, group_keys=self.group_keys)
+                store_query=self._store_query, group_keys=self.group_keys,
+                **({"builder": self.builder} if self.builder is not None else {}))
             topics = [status_topics.content_topic(c) for c in cfg.channel_chat_ids]
             if self.transport is not None and topics:
                 self._unsubs.append(self.transport.subscribe(topics, lambda m, n=node: self.submit(

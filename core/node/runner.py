@@ -48,6 +48,14 @@ def _waku_backend(s: NodeSettings):
                                           key_path=s.data_dir / "waku-node.key"))
 
 
+def spark_builder(master: str):
+    """A ControlNode builder that runs the build job on the process's SparkSession (byte-identical output)."""
+    from core.pipeline.build import submit_build
+    from core.pipeline.session import SparkSettings, default_owner
+    owner = default_owner(SparkSettings(master=master))
+    return lambda *args, **kw: submit_build(owner, *args, **kw).result()
+
+
 def start_node(s: NodeSettings, *, clock=None, communities: bool = True) -> RunningNode:
     """Start the services; with communities=False the caller subscribes to events first, then calls
     RunningNode.start_communities()."""
@@ -71,7 +79,8 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True) -> Runn
         transport = WakuTransport(waku, store_peers=s.waku_peers)
     history = MemberHistory(s.data_dir / "history.sqlite")
     engine = Engine(s.data_dir, clock=clock, transport=transport, torrents=torrents, settle=s.settle_seconds,
-                    tick_seconds=s.tick_seconds, peers=tuple(s.torrent_peers), history=history)
+                    tick_seconds=s.tick_seconds, peers=tuple(s.torrent_peers), history=history,
+                    builder=spark_builder(s.spark_master) if s.spark_build else None)
     engine.hydrator = reference_hydrator(history, unwrap=engine.unwrap)
     node = RunningNode(s, engine, torrents, waku, history)
     if communities:

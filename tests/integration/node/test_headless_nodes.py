@@ -17,11 +17,13 @@ ROOT = Path(__file__).resolve().parents[3]
 WEEK = 7 * 24 * 3600
 
 
-def _config(path: Path, data_dir: Path, role: str, gen, keyfile=None, waku_peers=(), torrent_peers=()):
+def _config(path: Path, data_dir: Path, role: str, gen, keyfile=None, waku_peers=(), torrent_peers=(),
+            spark=False):
     chans = ", ".join(f'"{c.chat_id}"' for c in gen.channels)
     lines = [f'data_dir = "{data_dir}"', "settle_seconds = 1", "tick_seconds = 0.2",
              "[torrent]", 'listen = "127.0.0.1:0"', "local = true",
              "peers = [" + ", ".join(f'"{p}"' for p in torrent_peers) + "]",
+             "[spark]", f"build = {'true' if spark else 'false'}",
              "[waku]", 'backend = "embedded"', "peers = [" + ", ".join(f'"{p}"' for p in waku_peers) + "]",
              "[[community]]", f'id = "{gen.community_id}"', f'role = "{role}"', f"channels = [{chans}]"]
     if keyfile:
@@ -32,8 +34,9 @@ def _config(path: Path, data_dir: Path, role: str, gen, keyfile=None, waku_peers
 
 class NodeProcess:
     def __init__(self, config: Path):
+        self.stderr = open(config.with_suffix(".stderr"), "w+")   # a file: a chatty child never blocks on it
         self.proc = subprocess.Popen([sys.executable, "-m", "core.cli", "node", "--config", str(config)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=ROOT,
                                      env={**os.environ, "PYTHONPATH": str(ROOT)})
         self.events: list[dict] = []
         self.info = self.next_event(60)
@@ -46,7 +49,8 @@ class NodeProcess:
             raise TimeoutError("no event from node")
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError("node exited: " + self.proc.stderr.read()[-3000:])
+            self.stderr.seek(0)
+            raise RuntimeError("node exited: " + self.stderr.read()[-3000:])
         ev = json.loads(line)
         self.events.append(ev)
         return ev
@@ -66,6 +70,8 @@ class NodeProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.proc.stdout.close()
+        self.stderr.close()
 
 
 @pytest.fixture
@@ -84,9 +90,10 @@ def test_two_headless_nodes_side_by_side(tmp_path, nodes):
     keyfile = tmp_path / "community.key"
     gen.community.save(keyfile)
     store = write_store(cdir / "messages.sqlite", 600, generator=gen, start=now - 3 * WEEK - 600, span=3 * WEEK)
-    control = NodeProcess(_config(tmp_path / "c.toml", cdir, "control", gen, keyfile))
+    # the control node builds on Spark, as a real node does by default
+    control = NodeProcess(_config(tmp_path / "c.toml", cdir, "control", gen, keyfile, spark=True))
     nodes.append(control)
-    control.wait_for("community.historyArchivesSeeding")
+    control.wait_for("community.historyArchivesSeeding", 240)
     assert control.info["torrent_port"] > 0 and control.info["waku_listen"]
     member = NodeProcess(_config(tmp_path / "m.toml", mdir, "member", gen,
                                  waku_peers=control.info["waku_listen"][:1],

@@ -37,26 +37,48 @@ def _ts(t: int) -> str:
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def cmd_build(a) -> int:
+def encrypt_transform(a):
+    """--encrypt-key KEY[@TIMESTAMP_MS]: hash-ratchet encryption of each archive (encrypted communities)."""
+    if not a.encrypt_key:
+        return None
+    from core.status.archive_encryption import transform_from_cli
+    return transform_from_cli(a.encrypt_key, a.community_id)
+
+
+def print_build_result(res, as_json: bool) -> None:
     from core.cli import print_json
-    transform = None
-    if a.encrypt_key:
-        from core.status.archive_encryption import transform_from_cli  # issue 3 provides it
-        transform = transform_from_cli(a.encrypt_key, a.community_id)
+    if as_json:
+        print_json(res.to_json())
+        return
+    print(f"{len(res.new_archive_ids)} new archives, {res.messages} messages, data {res.data_bytes} bytes")
+    for r in res.archives:
+        print(f"  {r['id']}  {_ts(r['from'])} .. {_ts(r['to'])}  {r['size']} bytes")
+    if res.magnet:
+        print(f"infohash {res.infohash}\nmagnet   {res.magnet}")
+
+
+def add_build_arguments(p) -> None:
+    """The arguments of `build` (shared with `spark-build`, which must accept exactly the same)."""
+    p.add_argument("--db", required=True, help="SQLite file with a waku_messages table")
+    p.add_argument("--community-id", required=True, type=_community_id)
+    p.add_argument("--topic", required=True, action="append", type=_hex_topic, help="0x<8 hex>; repeat per topic")
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--torrent-dir", required=True)
+    p.add_argument("--start", type=int, help="UNIX seconds (default: end of the last archive, else oldest message)")
+    p.add_argument("--end", type=int, help="UNIX seconds (default: now)")
+    p.add_argument("--tracker", action="append", help="announce URL; repeat; none by default")
+    p.add_argument("--encrypt-key", help="hex community group key: encrypt archives (encrypted communities)")
+    p.add_argument("--json", action="store_true")
+
+
+def cmd_build(a) -> int:
     try:
         res = build_archives(a.db, a.community_id, a.topic, a.data_dir, a.torrent_dir, start=a.start, end=a.end,
-                             trackers=a.tracker or [], transform=transform)
+                             trackers=a.tracker or [], transform=encrypt_transform(a))
     except (ArchiveError, FileNotFoundError) as e:
         print(f"archivist build: {e}", file=sys.stderr)
         return 2
-    if a.json:
-        print_json(res.to_json())
-    else:
-        print(f"{len(res.new_archive_ids)} new archives, {res.messages} messages, data {res.data_bytes} bytes")
-        for r in res.archives:
-            print(f"  {r['id']}  {_ts(r['from'])} .. {_ts(r['to'])}  {r['size']} bytes")
-        if res.magnet:
-            print(f"infohash {res.infohash}\nmagnet   {res.magnet}")
+    print_build_result(res, a.json)
     return 0
 
 
@@ -138,16 +160,7 @@ def cmd_synth(a) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("build", help="build archives from a status-go waku_messages database")
-    p.add_argument("--db", required=True, help="SQLite file with a waku_messages table")
-    p.add_argument("--community-id", required=True, type=_community_id)
-    p.add_argument("--topic", required=True, action="append", type=_hex_topic, help="0x<8 hex>; repeat per topic")
-    p.add_argument("--data-dir", required=True)
-    p.add_argument("--torrent-dir", required=True)
-    p.add_argument("--start", type=int, help="UNIX seconds (default: end of the last archive, else oldest message)")
-    p.add_argument("--end", type=int, help="UNIX seconds (default: now)")
-    p.add_argument("--tracker", action="append", help="announce URL; repeat; none by default")
-    p.add_argument("--encrypt-key", help="hex community group key: encrypt archives (encrypted communities)")
-    p.add_argument("--json", action="store_true")
+    add_build_arguments(p)
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("inspect", help="list archives and messages of a folder, index, data or .torrent")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from core.archive.cli import _community_id, _hex_topic
+from core.archive.cli import _community_id, add_build_arguments
 from core.archive.errors import ArchiveError
 
 
@@ -34,14 +34,10 @@ def _wait(job, show_progress: bool):
 
 
 def cmd_spark_build(a) -> int:
-    from core.archive.cli import _ts
-    from core.cli import print_json
     from core.pipeline.build import submit_build
     from core.pipeline.session import JobCancelled
-    transform = None
-    if a.encrypt_key:
-        from core.status.archive_encryption import transform_from_cli
-        transform = transform_from_cli(a.encrypt_key, a.community_id)
+    from core.archive.cli import encrypt_transform, print_build_result
+    transform = encrypt_transform(a)
     owner = _owner(a.master)
     try:
         job = submit_build(owner, a.db, a.community_id, a.topic, a.data_dir, a.torrent_dir, start=a.start,
@@ -55,14 +51,7 @@ def cmd_spark_build(a) -> int:
         return 130
     finally:
         owner.close()
-    if a.json:
-        print_json(res.to_json())
-    else:
-        print(f"{len(res.new_archive_ids)} new archives, {res.messages} messages, data {res.data_bytes} bytes")
-        for r in res.archives:
-            print(f"  {r['id']}  {_ts(r['from'])} .. {_ts(r['to'])}  {r['size']} bytes")
-        if res.magnet:
-            print(f"infohash {res.infohash}\nmagnet   {res.magnet}")
+    print_build_result(res, a.json)
     return 0
 
 
@@ -93,18 +82,9 @@ def cmd_spark_hydrate(a) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("spark-build", help="build archives on Spark (same arguments and bytes as `build`)")
-    p.add_argument("--db", required=True, help="SQLite file with a waku_messages table (readable by executors)")
-    p.add_argument("--community-id", required=True, type=_community_id)
-    p.add_argument("--topic", required=True, action="append", type=_hex_topic, help="0x<8 hex>; repeat per topic")
-    p.add_argument("--data-dir", required=True)
-    p.add_argument("--torrent-dir", required=True)
-    p.add_argument("--start", type=int, help="UNIX seconds (default: end of the last archive, else oldest message)")
-    p.add_argument("--end", type=int, help="UNIX seconds (default: now)")
-    p.add_argument("--tracker", action="append", help="announce URL; repeat; none by default")
-    p.add_argument("--encrypt-key", help="hex community group key: encrypt archives (encrypted communities)")
+    add_build_arguments(p)     # the database must be readable by the executors (a shared path on a cluster)
     p.add_argument("--master", default="local[*]", help="Spark master URL: local[*] (default) or spark://host:port")
     p.add_argument("--progress", action="store_true", help="show the fraction of Spark tasks done on stderr")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_spark_build)
 
     p = sub.add_parser("spark-hydrate", help="import downloaded archives into a member history database on Spark")

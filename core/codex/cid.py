@@ -11,6 +11,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Iterable
 
+from core.varint import DecodeError as VarintError, read_varint as _read_varint, write_varint
+
 BLOCK_SIZE = 64 * 1024
 SHA2_256 = 0x12
 MANIFEST_CODEC = 0xCD01   # codex-manifest: what an upload returns
@@ -53,31 +55,15 @@ def b58decode(text: str) -> bytes:
 
 
 def varint(n: int) -> bytes:
-    if n < 0:
-        raise ValueError("varint of a negative number")
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    return write_varint(n)
 
 
 def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     """(value, next position); at most 10 bytes, as protobuf and multiformats allow."""
-    value = shift = 0
-    for i in range(10):
-        if pos + i >= len(buf):
-            raise CidError("truncated varint")
-        b = buf[pos + i]
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos + i + 1
-        shift += 7
-    raise CidError("varint longer than 10 bytes")
+    try:
+        return _read_varint(buf, pos)
+    except VarintError as e:
+        raise CidError(str(e)) from None
 
 
 # ---- CIDs -----------------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from libp2p.pubsub.pubsub import Pubsub
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 
-from core.waku.varint import DecodeError
+from core.varint import DecodeError
 
 WAKU_RELAY_PROTOCOL = TProtocol("/vac/waku/relay/2.0.0")
 SEND_QUEUE_SIZE = 4096          # per-peer outbound RPCs (py-libp2p: 32)
@@ -144,7 +144,7 @@ async def read_length_prefixed(stream, max_size: int) -> bytes:
 
 
 async def write_length_prefixed(stream, data: bytes) -> None:
-    from core.waku.varint import write_varint
+    from core.varint import write_varint
     await stream.write(write_varint(len(data)) + data)
 
 

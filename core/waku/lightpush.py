@@ -14,7 +14,7 @@ from google.protobuf.message import DecodeError as PbDecodeError
 from core.pb import waku_lightpush_pb2 as lpb
 from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
 from core.waku.message import InvalidMessage, WakuMessage, decode_message
-from core.waku.varint import DecodeError
+from core.varint import DecodeError
 
 LIGHTPUSH_V3_PROTOCOL = "/vac/waku/lightpush/3.0.0"
 LIGHTPUSH_V2_PROTOCOL = "/vac/waku/lightpush/2.0.0-beta1"

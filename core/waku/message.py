@@ -11,7 +11,7 @@ import hashlib
 import struct
 from dataclasses import dataclass
 
-from core.waku.varint import DecodeError, read_varint, write_varint, zigzag_decode, zigzag_encode
+from core.varint import DecodeError, read_varint, write_varint, zigzag_decode, zigzag_encode
 
 MAX_META_SIZE = 64
 DEFAULT_MAX_MESSAGE_SIZE = 150 * 1024  # nwaku's default; the Status fleet allows 1 MiB

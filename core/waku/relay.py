@@ -9,7 +9,7 @@ import collections
 from dataclasses import dataclass
 
 from core.waku.message import InvalidMessage, WakuMessage, decode_message, validate_message
-from core.waku.varint import DecodeError
+from core.varint import DecodeError
 
 
 @dataclass(frozen=True)

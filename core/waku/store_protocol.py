@@ -14,7 +14,7 @@ from core.pb import waku_store_v3_pb2 as v3pb
 from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
 from core.waku.store_db import MessageStore
 from core.waku.store_query import BAD_REQUEST, TOO_MANY_REQUESTS, handle_store_v2, handle_store_v3
-from core.waku.varint import DecodeError
+from core.varint import DecodeError
 
 STORE_V3_PROTOCOL = "/vac/waku/store-query/3.0.0"
 STORE_V2_PROTOCOL = "/vac/waku/store/2.0.0-beta4"

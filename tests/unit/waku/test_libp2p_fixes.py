@@ -19,7 +19,7 @@ from core.waku.libp2p_fixes import (SEND_QUEUE_SIZE, WAKU_RELAY_PROTOCOL, IdMess
                                     waku_message_id, write_length_prefixed)
 from core.waku.message import WakuMessage
 from core.waku.node import NodeConfig, WakuNode
-from core.waku.varint import DecodeError
+from core.varint import DecodeError
 
 PEER = ID(b"\x00\x25" + bytes(37))
 

@@ -1,4 +1,4 @@
-"""Protobuf varints (unsigned LEB128) and zigzag, shared by the hand codecs and the stream framing."""
+"""Protobuf and multiformats varints (unsigned LEB128) and zigzag, shared by the hand codecs (Waku framing, CIDs)."""
 from __future__ import annotations
 
 

@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Sequence
 from core.archive import codec
 from core.archive.constants import PARTITION_SECONDS, PIECE_LENGTH
 from core.archive.errors import ArchiveError
-from core.archive.folder import ArchiveFolder, NewArchive, atomic_write
+from core.archive.folder import ArchiveFolder, IndexCodec, NewArchive, atomic_write
 from core.archive.partition import chunk_messages, partitions
 from core.archive.torrent import build_metainfo, parse_metainfo
 from core.storage import waku_messages
@@ -104,10 +104,12 @@ def build_archives(db_path: Path | str, community_id: str, topics: Sequence[byte
                    torrent_dir: Path | str, *, start: int | None = None, end: int | None = None,
                    trackers: Sequence[str] = (), transform: ArchiveTransform | None = None,
                    now: Callable[[], float] = time.time,
-                   free_space: Callable[[Path], int] | None = None) -> BuildResult:
-    """Build all missing archives of one community from a status-go `waku_messages` database."""
+                   free_space: Callable[[Path], int] | None = None,
+                   index_codec: IndexCodec | None = None) -> BuildResult:
+    """Build all missing archives of one community from a status-go `waku_messages` database.
+    Encrypted communities pass `transform` (each archive) and `index_codec` (the index)."""
     end = int(now()) if end is None else end
-    folder = ArchiveFolder(community_folder(data_dir, community_id), create=True)
+    folder = ArchiveFolder(community_folder(data_dir, community_id), create=True, index_codec=index_codec)
     con = waku_messages.connect(db_path, create=False)
     try:
         plan = plan_build(folder, waku_messages.oldest_timestamp(con, topics), end, start)
@@ -137,11 +139,12 @@ def finish_build(folder: ArchiveFolder, community_id: str, torrent_dir: Path | s
 
 
 def recover_community(data_dir: Path | str, torrent_dir: Path | str, community_id: str,
-                      trackers: Sequence[str] = ()) -> tuple[ArchiveFolder, bool]:
+                      trackers: Sequence[str] = (), index_codec: IndexCodec | None = None
+                      ) -> tuple[ArchiveFolder, bool]:
     """After a crash: cut an interrupted append off `data` and make the torrent agree with `data || index`.
 
     Returns (folder, torrent_rewritten)."""
-    folder = ArchiveFolder(community_folder(data_dir, community_id), create=True)
+    folder = ArchiveFolder(community_folder(data_dir, community_id), create=True, index_codec=index_codec)
     tpath = torrent_path(torrent_dir, community_id)
     if not folder.entries:
         return folder, False

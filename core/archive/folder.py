@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from core.archive import codec
 from core.archive.codec import IndexEntry
@@ -26,6 +26,13 @@ class NewArchive:
     end: int
     topics: tuple[bytes, ...]
     raw: bytes
+
+
+class IndexCodec(NamedTuple):
+    """How the index is stored: encrypted communities wrap it (hash ratchet), as status-go does."""
+
+    wrap: Callable[[bytes], bytes]
+    unwrap: Callable[[bytes], bytes]
 
 
 def fsync_dir(path: Path) -> None:
@@ -50,8 +57,10 @@ def atomic_write(path: Path, data: bytes) -> None:
 class ArchiveFolder:
     """`<data_dir>/<community_id>/{data,index}`. Opening it recovers from an interrupted append."""
 
-    def __init__(self, path: Path | str, *, create: bool = False, recover: bool = True):
+    def __init__(self, path: Path | str, *, create: bool = False, recover: bool = True,
+                 index_codec: IndexCodec | None = None):
         self.path = Path(path)
+        self.index_codec = index_codec
         if create:
             self.path.mkdir(parents=True, exist_ok=True)
         elif not self.path.is_dir():
@@ -67,6 +76,8 @@ class ArchiveFolder:
         if not self.index_path.exists():
             return {}
         raw = self.index_path.read_bytes()
+        if raw and self.index_codec is not None:
+            raw = self.index_codec.unwrap(raw)
         return codec.decode_index(raw) if raw else {}
 
     @property
@@ -129,6 +140,7 @@ class ArchiveFolder:
             f.flush()
             os.fsync(f.fileno())
         merged = {**self.entries, **new}
-        atomic_write(self.index_path, codec.encode_index(merged))
+        index = codec.encode_index(merged)
+        atomic_write(self.index_path, self.index_codec.wrap(index) if self.index_codec is not None else index)
         self.entries = merged
         return order

@@ -103,7 +103,7 @@ class ControlNode:
             return self.codex_owner().last_end
         from core.archive.folder import ArchiveFolder
         p = self.paths.archive_dir / self.cid
-        return ArchiveFolder(p).last_end if p.exists() else None
+        return ArchiveFolder(p, index_codec=self._index_codec()).last_end if p.exists() else None
 
     def next_archive_due(self) -> int | None:
         last = self.folder_last_end()
@@ -124,7 +124,7 @@ class ControlNode:
             self.codex_owner().keep_alive()        # data on Codex expires: store again what is due
         else:
             folder, _ = recover_community(self.paths.archive_dir, self.paths.torrent_dir, self.cid,
-                                          self.cfg.trackers)
+                                          self.cfg.trackers, self._index_codec())
             if folder.entries:
                 self._seed()
         self.catch_up()
@@ -185,7 +185,8 @@ class ControlNode:
         if self.cfg.backend == "codex":
             return self._build_codex(announce)
         res = self.builder(self.paths.messages_db, self.cid, self.cfg.topics, self.paths.archive_dir,
-                           self.paths.torrent_dir, end=now, trackers=self.cfg.trackers, transform=self._transform())
+                           self.paths.torrent_dir, end=now, trackers=self.cfg.trackers, transform=self._transform(),
+                           **({"index_codec": self._index_codec()} if self.cfg.encrypted else {}))
         if not res.new_archive_ids:
             self.bus.publish(E.NO_HISTORY_ARCHIVES_CREATED, self.cid)
             return res
@@ -195,6 +196,13 @@ class ControlNode:
         if announce:
             self.announce()
         return res
+
+    def _index_codec(self):
+        if not self.cfg.encrypted:
+            return None
+        from core.status.archive_encryption import index_codec
+        from core.status.identity import community_id_bytes
+        return index_codec(self.group_keys, community_id_bytes(self.cid))
 
     def _transform(self):
         """Encrypted communities: each archive is wrapped with the community's current hash-ratchet key."""

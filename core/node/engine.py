@@ -31,6 +31,10 @@ class Engine:
         from core.status.archive_encryption import GroupKeyStore, open_archive_bytes
         self.group_keys = GroupKeyStore(self.paths.root / "group-keys.json")
         self.unwrap = lambda raw: open_archive_bytes(raw, self.group_keys)
+        from core.status.archive_encryption import open_index_bytes
+        self.unwrap_index = lambda raw: open_index_bytes(raw, self.group_keys)
+        if torrents is not None:
+            torrents.index_unwrap = self.unwrap_index
         self.transport, self.torrents, self.hydrator = transport, torrents, hydrator
         self.history_db = history            # core.storage.member_history.MemberHistory (members)
         self.builder = builder               # None: the single-process reference build; see runner.spark_builder
@@ -65,6 +69,8 @@ class Engine:
                     ct = status_topics.content_topic(chat)
                     self._unsubs.append(self.transport.subscribe([ct], lambda m, n=node, c=chat: self.submit(
                         n.cid, n.on_envelope, m.payload, c)))
+        if isinstance(node, MemberNode):
+            node.index_unwrap = self.unwrap_index
         self.nodes[cfg.community_id] = node
         self._queues[cfg.community_id] = ThreadPoolExecutor(1, thread_name_prefix=f"community-{cfg.community_id[:8]}")
         return self.submit(cfg.community_id, self._start_node, node)
@@ -197,16 +203,15 @@ class Engine:
         return [self.community_state(cid) for cid in self.nodes]
 
     def community_state(self, cid: str) -> CommunityState:
-        from core.archive.folder import ArchiveFolder
         node = self.nodes[cid]
         folder_path = self.paths.archive_dir / cid
         entries = {}
         if (folder_path / "index").exists():
-            try:
-                entries = ArchiveFolder(folder_path, recover=False).entries
-            except Exception:  # a member's partial folder: the index is what counts
-                from core.archive.codec import decode_index
-                entries = decode_index((folder_path / "index").read_bytes())
+            from core.archive.codec import decode_index
+            try:   # the index is what counts (a member's data holds only the chosen archives)
+                entries = decode_index(self.unwrap_index((folder_path / "index").read_bytes()))
+            except Exception:  # encrypted without our key, or damaged: nothing to list yet
+                entries = {}
         imported = self.state.archive_ids(cid, imported=True)
         held = self.state.archive_ids(cid) if isinstance(node, MemberNode) else set(entries)
         archives = tuple(ArchiveInfo(a, e.start, e.end, e.size, local=a in held, imported=a in imported,

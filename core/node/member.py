@@ -42,6 +42,8 @@ class MemberNode:
         self.job = None
         self.failures = 0
         self.parked: dict[str, str] = {}          # archive ID -> reason (e.g. decryption key missing)
+        self.link_parked: str | None = None       # the whole link waits (its index needs a missing key)
+        self.index_unwrap = None                  # bytes -> bytes (encrypted communities' index)
         self.waiting_reason: str | None = "no archive link received yet"
 
     @property
@@ -114,6 +116,12 @@ class MemberNode:
         if snap["state"] != "complete":
             if snap["state"] == "cancelled":
                 return
+            if snap["code"] == "key-missing":
+                self.link_parked = snap["message"]
+                self.deadline = None               # no retry loop: add_group_key() resumes it
+                self._wait("archive index parked: decryption key missing (resumes as soon as the community's "
+                           "key arrives)")
+                return
             self.failures += 1
             delay = RETRY_SECONDS[min(self.failures - 1, len(RETRY_SECONDS) - 1)]
             self.deadline = self.clock.now() + delay
@@ -131,9 +139,14 @@ class MemberNode:
     def retry_parked(self) -> int:
         """A key arrived (or the user asked): import the parked archives again, once."""
         from core.archive.codec import decode_index
+        if self.link_parked is not None:
+            self.link_parked = None
+            self.deadline = self.clock.now()       # fetch again: the index can be opened now
+            self._wait("decryption key arrived: resuming the archive download")
         if not self.parked:
             return 0
-        entries = decode_index((self.paths.archive_dir / self.cid / "index").read_bytes())
+        raw = (self.paths.archive_dir / self.cid / "index").read_bytes()
+        entries = decode_index(self.index_unwrap(raw) if self.index_unwrap else raw)
         n = self.import_archives({a: entries[a] for a in list(self.parked) if a in entries})
         self._wait(self._idle_reason())
         return n

@@ -97,12 +97,12 @@ def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: st
               trackers: Sequence[str] = (), transform: ArchiveTransform | None = None,
               cap: int = MAX_ARCHIVE_PAYLOAD, interval: int = PARTITION_SECONDS,
               now: Callable[[], float] = time.time, hold: tuple[str, int] | None = None,
-              plan: str = "fused") -> BuildResult:
+              plan: str = "fused", index_codec=None) -> BuildResult:
     """Same contract as core.archive.build.build_archives, with the reading, ordering, chunking and encoding on
     Spark. Runs on the Spark owner thread (see `submit_build`)."""
     end = int(now()) if end is None else end
     db_path = str(Path(db_path).resolve())
-    folder = ArchiveFolder(community_folder(data_dir, community_id), create=True)
+    folder = ArchiveFolder(community_folder(data_dir, community_id), create=True, index_codec=index_codec)
     con = waku_messages.connect(db_path, create=False)
     try:  # one indexed MIN() on the driver; the bulk read happens in the executors
         oldest = waku_messages.oldest_timestamp(con, topics)

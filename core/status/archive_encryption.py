@@ -311,3 +311,9 @@ def transform_from_cli(key_hex: str, community_id: str) -> Callable[[bytes], byt
     key = parse_cli_key(key_hex, community_id)
     store.add(key)
     return HashRatchetEncryptor(store, key.group_id)
+
+
+def index_codec(store: GroupKeyStore, group_id: bytes):
+    """The IndexCodec of an encrypted community: the index is wrapped like an archive (status-go does too)."""
+    from core.archive.folder import IndexCodec
+    return IndexCodec(HashRatchetEncryptor(store, group_id), lambda raw: open_index_bytes(raw, store))

@@ -207,6 +207,12 @@ class FetchJob:
 
     def _select(self, raw: bytes) -> None:
         mi = self.metainfo
+        unwrap = getattr(self.service, "index_unwrap", None)   # encrypted communities: the index is wrapped
+        if unwrap is not None:
+            try:
+                raw = unwrap(raw)
+            except Exception as e:  # KeyMissing, TamperedContent...: a state for the user, never a retry loop
+                return self._fail(getattr(e, "code", "index-invalid"), f"cannot open the index: {e}")
         report = Report(self.community_id + "/" + INDEX_FILE)
         self.entries = verify_index_bytes(raw, report, mi.file_length("data"))
         if not report.ok:

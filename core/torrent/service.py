@@ -103,6 +103,7 @@ class TorrentService:
         self.owners: dict[str, Owner] = {}
         self.seeds: dict[str, object] = {}     # community ID -> SeededTorrent
         self.jobs: dict[str, object] = {}      # community ID -> FetchJob
+        self.index_unwrap = None               # bytes -> bytes for encrypted indexes (set by the engine)
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> "TorrentService":

@@ -4,8 +4,7 @@
 // Prints one JSON object per line: {"event":"ready"}, {"event":"sent",...}, {"event":"received",...}.
 import { args, emit, hex } from "./polyfill.mjs";
 import { createRelayNode } from "@waku/sdk/relay";
-import { createDecoder, createEncoder, waitForRemotePeer } from "@waku/sdk";
-import { Protocols } from "@waku/interfaces";
+import { createDecoder, createEncoder, waitForRemotePeer, Protocols } from "@waku/sdk";  // re-exports @waku/interfaces
 import { multiaddr } from "@multiformats/multiaddr";
 
 const cluster = Number(args.cluster ?? 16), shard = Number(args.shard ?? 32), count = Number(args.count ?? 1);

@@ -38,7 +38,7 @@ def _waku_backend(s: NodeSettings):
     if s.waku_backend == "none":
         return None
     if s.waku_backend == "nwaku-rest":
-        from core.waku.rest_backend import NwakuRestBackend  # external nwaku (see docs/WAKU-NODE.md)
+        from core.waku.nwaku_rest import NwakuRestBackend  # external nwaku (see docs/WAKU-NODE.md)
         return NwakuRestBackend(s.waku_rest_url)
     from core.waku.embedded import EmbeddedWakuBackend
     from core.waku.node import NodeConfig

@@ -11,17 +11,10 @@ from pathlib import Path
 from core.archive import codec
 from core.archive.constants import DATA_FILE, INDEX_FILE, PIECE_LENGTH
 from core.archive.errors import ArchiveError
+from core.archive.index_check import Finding, check_entries
 from core.archive.torrent import Metainfo, parse_metainfo, piece_hashes
 
 MAX_VERIFY_READ = 64 * 1024 * 1024  # decode archives one at a time; never load more than this for one archive
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    code: str
-    message: str
-    archive_id: str | None = None
-    severity: str = "error"
 
 
 @dataclass
@@ -51,31 +44,7 @@ def verify_index_bytes(raw: bytes, report: Report, data_len: int | None = None) 
         report.add(e.code, str(e))
         return {}
     report.archives = len(entries)
-    for aid, e in entries.items():
-        if aid != e.archive_id:
-            report.add("key-mismatch", f"key {aid} is not the Keccak-256 of its entry ({e.archive_id})", aid)
-        if e.start >= e.end:
-            report.add("window-inverted", f"from {e.start} is not before to {e.end}", aid)
-        if e.size == 0 or e.size % PIECE_LENGTH:
-            report.add("size-not-piece-multiple", f"size {e.size} is not a positive multiple of {PIECE_LENGTH}", aid)
-        if e.padding > e.size:
-            report.add("padding-exceeds-size", f"padding {e.padding} is larger than size {e.size}", aid)
-        elif codec.padded_size(e.raw_size) != (e.size, e.padding):
-            report.add("padding-formula", f"size {e.size} / padding {e.padding} do not follow status-go's padding "
-                       f"rule for {e.raw_size} bytes (expected {codec.padded_size(e.raw_size)})", aid, "warning")
-    expected = 0
-    for aid, e in codec.sorted_entries(entries):
-        if e.offset < expected:
-            report.add("offset-overlap", f"offset {e.offset} overlaps the previous archive (ends at {expected})", aid)
-        elif e.offset > expected:
-            report.add("offset-gap", f"offset {e.offset} leaves a gap after {expected}", aid)
-        expected = max(expected, e.offset + e.size)
-    if data_len is not None:
-        if data_len < expected:
-            report.add("index-past-data", f"index describes {expected} bytes but data holds {data_len}")
-        elif data_len > expected:
-            report.add("data-trailing", f"data has {data_len - expected} bytes past the last indexed archive "
-                       "(an interrupted append; opening the folder for writing cuts them off)", severity="warning")
+    report.findings.extend(check_entries(entries, data_len))
     return entries
 
 

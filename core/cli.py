@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "core.status.cli",
     "core.codex.cli",
     "core.node.cli",
+    "core.node.import_cli",
     "core.pipeline.cli",
     "core.waku.cli",
     "core.appcli",

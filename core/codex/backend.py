@@ -227,12 +227,8 @@ class CodexOwner:
 # ---- member ---------------------------------------------------------------------------------------------------
 
 def choose(entries: Mapping[str, cindex.CodexIndexEntry], selection: Selection) -> list[str]:
-    """Archive IDs chosen by a selection, oldest first."""
-    if selection.mode == "all":
-        return sorted(entries, key=lambda a: (entries[a].start, a))
-    if selection.mode == "latest":
-        return cindex.latest(entries)
-    return cindex.in_range(entries, selection.start, selection.end)
+    """Archive IDs chosen by a selection, oldest first, whole windows (the torrent path's rule: Selection.choose)."""
+    return selection.choose(entries)
 
 
 @dataclass

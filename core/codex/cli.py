@@ -120,11 +120,10 @@ def cmd_publish(a) -> int:
 
 def cmd_fetch(a) -> int:
     from core.cli import print_json
-    from core.torrent.selection import Selection
+    from core.torrent.selection import selection_from_args
     with _client(a) as c:
         try:
-            sel = Selection("range", a.start, a.end) if a.start is not None or a.end is not None else \
-                Selection("latest" if a.latest else "all")
+            sel = selection_from_args(a)
             res = CodexMember(c, untransform=_untransform(a), network=a.network).sync(a.cid, (), sel)
         except (CodexError, ArchiveError, ValueError) as e:
             return _fail("codex-fetch", e)
@@ -176,7 +175,6 @@ def register(sub) -> None:
     p = sub.add_parser("codex-fetch", help="fetch and verify archives of a Codex index CID (all/latest/range)")
     _common(p)
     _reader(p)
-    p.add_argument("--latest", action="store_true")
-    p.add_argument("--from", dest="start", type=int, help="range start (seconds)")
-    p.add_argument("--to", dest="end", type=int, help="range end (seconds)")
+    from core.torrent.selection import add_selection_arguments
+    add_selection_arguments(p)
     p.set_defaults(func=cmd_fetch)

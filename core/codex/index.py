@@ -99,18 +99,6 @@ def check_index(entries: Mapping[str, CodexIndexEntry]) -> list[IndexProblem]:
     return problems
 
 
-def latest(entries: Mapping[str, CodexIndexEntry]) -> list[str]:
-    """IDs of the archive(s) of the latest window (a window cut into 30 MB chunks has several)."""
-    if not entries:
-        return []
-    last = max((e.end, e.start) for e in entries.values())
-    return sorted(aid for aid, e in entries.items() if (e.end, e.start) == last)
-
-
-def in_range(entries: Mapping[str, CodexIndexEntry], lo: int, hi: int) -> list[str]:
-    return sorted((aid for aid, e in entries.items() if e.overlaps(lo, hi)), key=lambda a: (entries[a].start, a))
-
-
 def decode_checked_archive(aid: str, entry: CodexIndexEntry, raw: bytes) -> DecodedArchive:
     """Decode an archive and check it against its index entry; raises ArchiveError with a reason."""
     arch = decode_archive(raw, archive_id=aid)

@@ -128,7 +128,7 @@ class MemberNode:
             self.bus.publish(E.ERROR, self.cid, code=snap["code"], message=snap["message"])
             self._wait(f"download failed ({snap['message']}); retrying in {delay} s", until=self.deadline)
             return
-        self.import_archives({a: job.entries[a] for a in job.chosen})
+        self.import_archives(job.entries, job.chosen)
         pending = self.state.pending_link(self.cid)
         if pending:
             self.state.set_last_magnetlink(self.cid, pending[0])
@@ -147,7 +147,7 @@ class MemberNode:
             return 0
         raw = (self.paths.archive_dir / self.cid / "index").read_bytes()
         entries = decode_index(self.index_unwrap(raw) if self.index_unwrap else raw)
-        n = self.import_archives({a: entries[a] for a in list(self.parked) if a in entries})
+        n = self.import_archives(entries, [a for a in self.parked if a in entries])
         self._wait(self._idle_reason())
         return n
 
@@ -160,22 +160,22 @@ class MemberNode:
                     "key arrives)")
         return f"{len(self.parked)} archive(s) could not be imported: {next(iter(self.parked.values()))}"
 
-    def import_archives(self, chosen: Mapping[str, IndexEntry]) -> int:
-        """Import what is not imported yet (a set difference on archive IDs), oldest window first; the chunks of
-        one 7-day window are imported together."""
+    def import_archives(self, index: Mapping[str, IndexEntry], chosen) -> int:
+        """Import what is not imported yet (a set difference on archive IDs), oldest window first, with the one
+        importer's plan (core.history_import): whole windows, the chunks of a window together."""
+        from core.history_import import plan_import
         done = self.state.archive_ids(self.cid, imported=True)
-        windows: dict[tuple[int, int], dict[str, IndexEntry]] = {}
-        for a, e in sorted(chosen.items(), key=lambda kv: (kv[1].start, kv[1].offset)):
-            if a not in done:
-                windows.setdefault((e.start, e.end), {})[a] = e
+        plan = plan_import(index, chosen, done)
         folder = self.paths.archive_dir / self.cid
         total = 0
-        for i, ((start, end), group) in enumerate(windows.items()):
+        for i, w in enumerate(plan):
+            start, end = w.start, w.end
+            group = {a: index[a] for a in w.archive_ids}
             for aid in group:
                 self.state.mark_archive(self.cid, aid, imported=False)
                 self.bus.publish(E.HISTORY_ARCHIVE_DOWNLOADED, self.cid, archive_id=aid, start=start, end=end)
             self.bus.publish(E.IMPORTING_HISTORY_ARCHIVE_MESSAGES, self.cid, archives=list(group), done=i,
-                             total=len(windows))
+                             total=len(plan))
             try:
                 total += self.hydrator(self.cid, folder, group) if self.hydrator else 0
             except KeyMissing as err:

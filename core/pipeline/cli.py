@@ -4,6 +4,7 @@ spark-build takes the same arguments as `archivist build` (and gives byte-identi
 """
 from __future__ import annotations
 
+import functools
 import sys
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -59,9 +60,21 @@ def cmd_spark_hydrate(a) -> int:
     from core.cli import print_json
     from core.pipeline.hydrate import HydrateError, submit_hydrate
     from core.pipeline.session import JobCancelled
+    from core.node.import_cli import key_store
+    from core.status.archive_encryption import open_archive_bytes, open_index_bytes
+    from core.torrent.selection import selection_from_args
+    try:
+        selection = selection_from_args(a)
+        store = key_store(a.key, a.community_id)
+    except (ValueError, ArchiveError) as e:
+        print(f"archivist spark-hydrate: {e}", file=sys.stderr)
+        return 2
     owner = _owner(a.master)
     try:
-        res = _wait(submit_hydrate(owner, a.folder, a.community_id, a.db, archive_ids=a.archive_id), a.progress)
+        job = submit_hydrate(owner, a.folder, a.community_id, a.db, archive_ids=a.archive_id, selection=selection,
+                             open_archive=functools.partial(open_archive_bytes, store=store),
+                             open_index=functools.partial(open_index_bytes, store=store))
+        res = _wait(job, a.progress)
     except HydrateError as e:
         print(f"archivist spark-hydrate: {e}", file=sys.stderr)
         return 1
@@ -91,7 +104,10 @@ def register(sub) -> None:
     p.add_argument("--folder", required=True, help="folder with the downloaded `data` and `index`")
     p.add_argument("--community-id", required=True, type=_community_id)
     p.add_argument("--db", required=True, help="member history SQLite file (created if missing)")
-    p.add_argument("--archive-id", action="append", help="archive to import; repeat (default: all in the index)")
+    p.add_argument("--archive-id", action="append", help="archive to import; repeat (default: the selection)")
+    from core.torrent.selection import add_selection_arguments
+    add_selection_arguments(p)
+    p.add_argument("--key", action="append", help="community group key HEX[@TIMESTAMP_MS] (encrypted; repeat)")
     p.add_argument("--master", default="local[*]")
     p.add_argument("--progress", action="store_true")
     p.add_argument("--json", action="store_true")

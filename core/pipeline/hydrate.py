@@ -1,13 +1,10 @@
 """The Spark hydrate job: downloaded `data` + chosen index entries -> decoded in executors -> member history DB.
 
-Executors read their archives' bytes straight from the `data` file (it must be readable where they run), check the
-padding and metadata, decode, and unwrap each payload. The driver streams the results (toLocalIterator) and writes
-the history database, one transaction per archive window (core.storage.history.replace_range).
-
-Canonical-history rule, with one refinement: archives that are chunks of the same window share [from, to), so
-replacing the range once per archive would let the second chunk delete the first one's messages. The chunks of a
-window are therefore written together, in one transaction. When only some chunks of a window were chosen, their
-messages are upserted without deleting anything (we never delete what the chosen archives do not fully cover).
+Executors read their archives' bytes straight from the `data` file (it must be readable where they run) and turn
+them into rows with core.history_import.read_archive_rows (the same checks and rows as the single-process
+importer). The driver streams the results (toLocalIterator) and writes each window, all its chunks together, in
+one transaction (core.storage.history.import_window). Which archives form which window, and what is already
+imported, is core.history_import.plan_import's decision, as for the member node.
 """
 from __future__ import annotations
 
@@ -16,8 +13,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from core.archive import codec
+from core.archive.codec import IndexEntry
 from core.archive.constants import DATA_FILE, INDEX_FILE
 from core.archive.errors import ArchiveError
+from core.history_import import WindowImport, plan_import, read_archive_rows
 from core.pipeline.session import SparkJob, SparkOwner
 from core.pipeline.unwrap import Unwrapper, default_unwrap
 from core.storage import history
@@ -46,99 +45,78 @@ class HydrateResult:
         return self.__dict__.copy()
 
 
-def decode_entries(entries: Iterable[tuple], data_path: str, community_id: str, unwrap: Unwrapper):
+def decode_entries(entries: Iterable[tuple], data_path: str, community_id: str, unwrap: Unwrapper,
+                   open_archive=None):
     """Executor side: for each (archive_id, offset, size, padding, start, end) yield (archive_id, error, rows)."""
     with open(data_path, "rb") as f:
         for aid, offset, size, padding, start, end in entries:
             try:
-                f.seek(offset)
-                blob = f.read(size)
-                if len(blob) != size:
-                    raise ArchiveError(f"data holds {len(blob)} of the archive's {size} bytes", code="data-short")
-                if padding and blob[size - padding:].count(0) != padding:
-                    raise ArchiveError("padding is not zeros", code="bad-padding")
-                arch = codec.decode_archive(blob[:size - padding], archive_id=aid)
-                if (arch.start, arch.end) != (start, end):
-                    raise ArchiveError(f"archive says [{arch.start}, {arch.end}), index says [{start}, {end})",
-                                       code="metadata-mismatch")
-                rows = []
-                for m in arch.messages:
-                    u = unwrap(m.payload)
-                    h = m.hash or codec.keccak256(m.to_pb().SerializeToString(deterministic=True))
-                    if u is None:
-                        rows.append((community_id, h, m.timestamp, m.topic, m.sig or None, None, None, None, None,
-                                     None, m.payload, aid))
-                    else:
-                        rows.append((community_id, h, m.timestamp, m.topic, u.author or m.sig or None, u.chat_id,
-                                     u.clock, u.message_id, u.message_type, u.text, m.payload, aid))
-                yield aid, None, rows
+                e = IndexEntry(start, end, (), offset, size, padding)
+                yield aid, None, read_archive_rows(f, community_id, aid, e, open_archive, unwrap)
             except Exception as e:  # noqa: BLE001 - reported by archive ID on the driver
                 yield aid, f"{getattr(e, 'code', type(e).__name__)}: {e}", None
 
 
 def hydrate_job(spark, job: SparkJob | None, folder: Path | str, community_id: str, history_db: Path | str, *,
-                archive_ids: Sequence[str] | None = None, unwrap: Unwrapper = default_unwrap,
-                fault_after_windows: int | None = None) -> HydrateResult:
-    """Import the chosen archives (default: all in the index) of a downloaded folder into `history_db`.
+                archive_ids: Sequence[str] | None = None, selection=None, unwrap: Unwrapper = default_unwrap,
+                open_archive=None, open_index=None, fault_after_windows: int | None = None) -> HydrateResult:
+    """Import the chosen archives of a downloaded folder into `history_db`: `archive_ids`, else those `selection`
+    (a core.torrent.selection.Selection) picks, else all; always whole windows, skipping what is imported.
 
-    `fault_after_windows` is a test seam: raise inside the transaction of that window (0-based)."""
+    `open_archive`/`open_index` open an encrypted community's archives and index (picklable: they run in
+    executors). `fault_after_windows` is a test seam: raise inside the transaction of that window (0-based)."""
     folder = Path(folder)
     data_path, index_path = str((folder / DATA_FILE).resolve()), folder / INDEX_FILE
-    index = codec.decode_index(index_path.read_bytes())
-    chosen = list(index) if archive_ids is None else list(archive_ids)
-    missing = [a for a in chosen if a not in index]
-    if missing:
-        raise HydrateError(f"archive {missing[0]} is not in the index", failed={a: "not in index" for a in missing},
-                           code="unknown-archive")
-    entries = sorted(((a, index[a]) for a in set(chosen)), key=lambda kv: (kv[1].start, kv[1].end, kv[1].offset))
-    siblings: dict[tuple[int, int], int] = {}
-    for e in index.values():
-        siblings[(e.start, e.end)] = siblings.get((e.start, e.end), 0) + 1
-    groups: dict[tuple[int, int], list[str]] = {}
-    for aid, e in entries:
-        groups.setdefault((e.start, e.end), []).append(aid)
-
-    result = HydrateResult(community_id)
-    if not entries:
-        return result
-    sc = spark.sparkContext
-    # toLocalIterator brings one partition's decoded rows at a time into the 2 GB driver heap (two with prefetch):
-    # keep a partition near 64 MB of archives (one partition of 1.25M rows killed the JVM at 10M messages).
-    total = sum(e.size for _, e in entries)
-    slices = min(len(entries), max(2, sc.defaultParallelism * 2, -(-total // HYDRATE_PARTITION_BYTES)))
-    if job is not None:
-        job.expected_tasks = slices
-    payload = [(a, e.offset, e.size, e.padding, e.start, e.end) for a, e in entries]
-    rdd = sc.parallelize(payload, slices).mapPartitions(
-        lambda it: decode_entries(it, data_path, community_id, unwrap))
-
+    raw_index = index_path.read_bytes()
+    index = codec.decode_index(open_index(raw_index) if open_index else raw_index)
+    if archive_ids is not None:
+        chosen = list(archive_ids)
+    else:
+        chosen = selection.choose(index) if selection is not None else list(index)
     con = history.connect(history_db)
     try:
+        try:
+            plan = plan_import(index, chosen, history.imported_archive_ids(con, community_id))
+        except ArchiveError as e:
+            raise HydrateError(str(e), failed={e.archive_id: "not in index"}, code=e.code) from None
+        result = HydrateResult(community_id)
+        if not plan:
+            return result
+        window_of = {a: w for w in plan for a in w.archive_ids}
+        entries = [(a, index[a]) for w in plan for a in w.archive_ids]
+        sc = spark.sparkContext
+        # toLocalIterator brings one partition's decoded rows at a time into the 2 GB driver heap (two with
+        # prefetch): keep a partition near 64 MB of archives (one partition of 1.25M rows killed the JVM at 10M).
+        total = sum(e.size for _, e in entries)
+        slices = min(len(entries), max(2, sc.defaultParallelism * 2, -(-total // HYDRATE_PARTITION_BYTES)))
+        if job is not None:
+            job.expected_tasks = slices
+        payload = [(a, e.offset, e.size, e.padding, e.start, e.end) for a, e in entries]
+        rdd = sc.parallelize(payload, slices).mapPartitions(
+            lambda it: decode_entries(it, data_path, community_id, unwrap, open_archive))
+
         pending: dict[str, list] = {}
-        bad: set[tuple[int, int]] = set()
+        bad: set[WindowImport] = set()
         written = 0
         for aid, err, rows in rdd.toLocalIterator(prefetchPartitions=True):
-            e = index[aid]
-            window = (e.start, e.end)
+            w = window_of[aid]
             if err is not None:
                 result.failed[aid] = err
-                bad.add(window)
+                bad.add(w)
             else:
                 pending[aid] = rows
-            ids = groups[window]
-            if not all(a in pending or a in result.failed for a in ids):
+            if not all(a in pending or a in result.failed for a in w.archive_ids):
                 continue
-            if window in bad:
-                for a in ids:
+            if w in bad:                      # a window is written whole or not at all
+                for a in w.archive_ids:
                     pending.pop(a, None)
                 continue
             if job is not None:
                 job.check_cancelled()
-            all_rows = [r for a in ids for r in pending.pop(a)]
+            all_rows = [r for a in w.archive_ids for r in pending.pop(a)]
             rows_iter = all_rows if fault_after_windows != written else _explode_midway(all_rows)
-            result.messages += history.replace_range(con, community_id, window[0], window[1], rows_iter, ids,
-                                                     delete=len(ids) == siblings[window])
-            result.imported_archive_ids.extend(ids)
+            result.messages += history.import_window(con, community_id, w.start, w.end, rows_iter, w.archive_ids)
+            result.imported_archive_ids.extend(w.archive_ids)
             result.windows += 1
             written += 1
     finally:

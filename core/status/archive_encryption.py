@@ -100,6 +100,15 @@ class GroupKeyStore:
             except (ValueError, KeyError, TypeError, AttributeError, OverflowError, EncryptionError) as e:
                 raise EncryptionError(f"group key store {self.path} is malformed: {e}", code="bad-key-store") from None
 
+    def __getstate__(self) -> dict:
+        """Pickled (Spark executors open encrypted archives): the keys only, never the file or send counters."""
+        with self._lock:
+            return {"keys": list(self._keys.values())}
+
+    def __setstate__(self, state: dict) -> None:
+        self.path, self._lock, self._seq, self._chain = None, threading.Lock(), {}, {}
+        self._keys = {k.key_id: k for k in state["keys"]}
+
     def _save(self) -> None:
         if self.path is None:
             return

@@ -7,8 +7,10 @@ message ID, type, text). The wrapped WakuMessage itself is not kept (WIRE-FORMAT
 
 `community_message_archive_hashes` and `communities_archive_info` keep status-go's names and columns.
 
-`replace_range` is the spec's canonical-history rule: all of a community's messages with from <= timestamp < to
-are replaced by the archive's messages, in ONE transaction, so an interruption leaves the old range or the new one.
+`import_window` writes one archive window (all its chunks) in ONE transaction, so an interruption leaves the
+window as it was or fully imported, and records the archives as imported in that same transaction. It never
+deletes: each archived message replaces the local row with the same hash, and rows no archive holds are kept
+(core/history_import.py has the rules and why).
 """
 from __future__ import annotations
 
@@ -79,18 +81,15 @@ def connect(path: Path | str) -> sqlite3.Connection:
     return con
 
 
-def replace_range(con: sqlite3.Connection, community_id: str, start: int, end: int,
-                  rows: Iterable[Sequence], archive_ids: Sequence[str] = (), *, delete: bool = True) -> int:
-    """In one transaction: delete the community's messages in [start, end) (unless `delete` is False), insert
-    `rows` (tuples in COLUMNS order), and mark `archive_ids` imported. Returns rows inserted."""
+def import_window(con: sqlite3.Connection, community_id: str, start: int, end: int,
+                  rows: Iterable[Sequence], archive_ids: Sequence[str] = ()) -> int:
+    """In one transaction: upsert `rows` (tuples in COLUMNS order; a row replaces the one with the same hash),
+    mark `archive_ids` imported and move the archive end watermark. Deletes nothing. Returns rows written."""
     con.execute("BEGIN IMMEDIATE")
     try:
-        if delete:
-            con.execute("DELETE FROM history_messages WHERE community_id = ? AND timestamp >= ? AND timestamp < ?",
-                        (community_id, start, end))
         before = con.total_changes
         con.executemany(_INSERT, rows)
-        inserted = con.total_changes - before
+        written = con.total_changes - before
         con.executemany("INSERT OR REPLACE INTO community_message_archive_hashes (community_id, hash, imported) "
                         "VALUES (?, ?, 1)", [(community_id, a) for a in archive_ids])
         con.execute(
@@ -102,7 +101,11 @@ def replace_range(con: sqlite3.Connection, community_id: str, start: int, end: i
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    return inserted
+    return written
+
+
+def count(con: sqlite3.Connection, community_id: str) -> int:
+    return con.execute("SELECT COUNT(*) FROM history_messages WHERE community_id = ?", (community_id,)).fetchone()[0]
 
 
 def bulk_insert(con: sqlite3.Connection, rows: Iterable[Sequence]) -> int:

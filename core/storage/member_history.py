@@ -31,14 +31,20 @@ class MemberHistory:
         with self._lock:
             self._con.close()
 
-    def replace_range(self, cid: str, start: int, end: int, rows: Iterable[Sequence],
+    def import_window(self, cid: str, start: int, end: int, rows: Iterable[Sequence],
                       archive_ids: Sequence[str] = ()) -> int:
-        """Atomically make [start, end) of community `cid` exactly `rows` (tuples in history.COLUMNS order)."""
+        """One window's archives, atomically (core.storage.history.import_window: upsert by hash, no delete)."""
+        rows = list(rows)
         with self._lock:
-            return H.replace_range(self._con, cid, start, end, list(rows), archive_ids)
+            return H.import_window(self._con, cid, start, end, rows, archive_ids)
+
+    def imported_archive_ids(self, cid: str) -> set[str]:
+        with self._lock:
+            return H.imported_archive_ids(self._con, cid)
 
     def add_live(self, cid: str, rows: Iterable[Sequence]) -> None:
-        """Messages received live (not from an archive): archive_id stays NULL; an archive replaces them later."""
+        """Messages received live (not from an archive): archive_id stays NULL; an archive's copy of the same message
+        (same hash) replaces them later, and those no archive holds are kept."""
         with self._lock:
             self._con.execute("BEGIN")
             self._con.executemany(H._INSERT.replace("INSERT OR REPLACE", "INSERT OR IGNORE"), list(rows))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import signal
 import sys
 import threading
@@ -10,6 +9,7 @@ import time
 from pathlib import Path
 
 from core.archive.errors import ArchiveError
+from core.torrent.selection import add_selection_arguments, selection_from_args
 
 
 def _peer(s: str) -> tuple[str, int]:
@@ -17,16 +17,6 @@ def _peer(s: str) -> tuple[str, int]:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise argparse.ArgumentTypeError(f"peer {s!r} is not HOST:PORT")
     return host.strip("[]"), int(port)
-
-
-def _when(s: str) -> int:
-    if s.isdigit():
-        return int(s)
-    try:
-        t = dt.datetime.fromisoformat(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{s!r} is neither unix seconds nor an ISO date") from None
-    return int((t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)).timestamp())
 
 
 def _default_dir(sub: str) -> Path:
@@ -65,11 +55,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("fetch", help="download a community's archives from a magnet link (member)")
     p.add_argument("magnet")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--all", dest="mode", action="store_const", const="all", help="every archive (default)")
-    g.add_argument("--latest", dest="mode", action="store_const", const="latest", help="only the newest archive")
-    p.add_argument("--from", dest="start", type=_when, help="with --to: archives overlapping [from, to)")
-    p.add_argument("--to", dest="end", type=_when)
+    add_selection_arguments(p)
     p.add_argument("--peer", type=_peer, action="append", default=[], help="connect to HOST:PORT (repeatable)")
     p.add_argument("--community-id", default=None, help="expected community ID (default: the magnet's dn)")
     p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
@@ -124,15 +110,9 @@ def cmd_seed(a) -> int:
 def cmd_fetch(a) -> int:
     from core.cli import print_json
     from core.torrent import events as ev
-    from core.torrent.selection import Selection
     from core.torrent.service import TorrentService
     try:
-        if a.start is not None or a.end is not None:
-            if a.mode:
-                raise ValueError("--from/--to cannot be combined with --all/--latest")
-            sel = Selection("range", a.start, a.end)
-        else:
-            sel = Selection(a.mode or "all")
+        sel = selection_from_args(a)
     except ValueError as e:
         print(f"archivist fetch: {e}", file=sys.stderr)
         return 2

@@ -21,16 +21,17 @@ class Selection:
             raise ValueError("a time range needs from < to")
 
     def choose(self, entries: Mapping[str, IndexEntry]) -> list[str]:
-        """Archive IDs chosen, in data order."""
-        ordered = sorted(entries.items(), key=lambda kv: (kv[1].offset, kv[0]))
+        """Archive IDs chosen, in data order, always whole windows (core.history_import.whole_windows): "latest" is
+        every chunk of the newest window, a range every chunk of each window it touches."""
+        from core.history_import import whole_windows
         if self.mode == "all":
-            return [k for k, _ in ordered]
-        if self.mode == "latest":
-            if not ordered:
-                return []
-            latest = max(ordered, key=lambda kv: (kv[1].end, kv[1].offset))
-            return [latest[0]]
-        return [k for k, e in ordered if e.start < self.end and e.end > self.start]
+            picked = list(entries)
+        elif self.mode == "latest":
+            newest = max(((e.end, e.start) for e in entries.values()), default=None)
+            picked = [k for k, e in entries.items() if (e.end, e.start) == newest]
+        else:
+            picked = [k for k, e in entries.items() if e.start < self.end and e.end > self.start]
+        return whole_windows(entries, picked)
 
     def to_json(self) -> dict:
         return {"mode": self.mode, "from": self.start, "to": self.end}
@@ -58,3 +59,37 @@ def piece_bytes(pieces: set[int] | range, total_length: int) -> int:
     last = -(-total_length // PIECE_LENGTH) - 1
     tail = total_length - last * PIECE_LENGTH
     return sum(tail if p == last else PIECE_LENGTH for p in pieces)
+
+
+def parse_when(s: str) -> int:
+    """Unix seconds or an ISO date (UTC unless it says otherwise)."""
+    import argparse
+    import datetime as dt
+    if s.isdigit():
+        return int(s)
+    try:
+        t = dt.datetime.fromisoformat(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is neither unix seconds nor an ISO date") from None
+    return int((t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)).timestamp())
+
+
+def add_selection_arguments(p) -> None:
+    """--all | --latest | --from S --to S: one meaning for fetch, codex-fetch, import and spark-hydrate."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--all", dest="mode", action="store_const", const="all", help="every archive (default)")
+    g.add_argument("--latest", dest="mode", action="store_const", const="latest",
+                   help="the newest 7-day window (all its archives)")
+    p.add_argument("--from", dest="start", type=parse_when, help="with --to: archives overlapping [from, to)")
+    p.add_argument("--to", dest="end", type=parse_when)
+
+
+def selection_from_args(a) -> Selection:
+    """The Selection of add_selection_arguments' flags; ValueError with a sentence on a bad combination."""
+    if a.start is not None or a.end is not None:
+        if getattr(a, "mode", None):
+            raise ValueError("--from/--to cannot be combined with --all/--latest")
+        if a.start is None or a.end is None:
+            raise ValueError("a time range needs both --from and --to")
+        return Selection("range", a.start, a.end)
+    return Selection(getattr(a, "mode", None) or "all")

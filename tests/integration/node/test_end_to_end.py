@@ -103,7 +103,9 @@ def control_magnet(pair):
     return pair.control.nodes[pair.control_cfg.community_id].magnet
 
 
-def test_canonical_replacement_keeps_messages_outside_archived_ranges(pair):
+def test_import_replaces_local_copies_and_never_deletes(pair):
+    """The archive's copy of a message replaces the local one; local messages no archive holds are kept, inside
+    the archived window too (core/history_import.py: an import never removes a message)."""
     def row(h: str, ts: int, text: str) -> tuple:
         return (cid, bytes.fromhex(h[2:]), ts, b"\0" * 4, None, "chat", 0, None, 1, text, b"", None)
     pair.member_cfg.policy = "latest"
@@ -121,6 +123,7 @@ def test_canonical_replacement_keeps_messages_outside_archived_ranges(pair):
     got = {r["id"]: r["text"] for r in pair.history.messages(cid, limit=100_000)}
     want = _expected(pair, latest.start, latest.end)
     key = lambda r: "0x" + r[1].hex()  # noqa: E731
-    assert {k: v for k, v in got.items() if k not in (key(outside), key(after))} == want
-    assert got[key(outside)] == outside[9] and got[key(after)] == after[9]
-    assert key(inside) not in got and got[key(edited)] != "edited locally"
+    kept = (key(outside), key(after), key(inside))
+    assert {k: v for k, v in got.items() if k not in kept} == want
+    assert all(got[key(r)] == r[9] for r in (outside, after, inside))
+    assert got[key(edited)] == want[key(edited)] != "edited locally"

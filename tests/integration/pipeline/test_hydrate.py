@@ -1,4 +1,5 @@
-"""Hydrate: downloaded data + index -> member history DB, with the spec's replace-the-range rule."""
+"""Hydrate on Spark: downloaded data + index -> member history DB, with the one importer's rules (whole windows,
+one transaction per window, never delete; core/history_import.py)."""
 from __future__ import annotations
 
 import sqlite3
@@ -43,20 +44,22 @@ def dump(db):
         con.close()
 
 
-def test_hydrate_all_replaces_ranges_and_is_idempotent(spark_owner, tmp_path, built):
+def test_hydrate_all_keeps_local_messages_and_is_idempotent(spark_owner, tmp_path, built):
     folder, res, ms = built
     db = tmp_path / "member.sqlite"
     con = history.connect(db)
-    history.bulk_insert(con, [stale_row(T0 + 5, 1),                      # inside week 0: replaced
-                              stale_row(T0 + WEEK + 3, 2),               # inside week 1 (chunked): replaced
+    history.bulk_insert(con, [stale_row(T0 + 5, 1),                      # inside week 0, in no archive: kept
+                              stale_row(T0 + WEEK + 3, 2),               # inside week 1 (chunked): kept
                               stale_row(T0 + 3 * WEEK + 1, 3),           # after every archive: kept
-                              stale_row(T0 + 5, 4, OTHER_COMMUNITY)])    # other community: kept
+                              stale_row(T0 + 5, 4, OTHER_COMMUNITY),     # other community: kept
+                              (COMMUNITY, ms[0].hash, ms[0].timestamp, TOPICS[0], None, None, None, None, None,
+                               "edited locally", b"old", None)])         # the archive's copy replaces it
     con.close()
     r = submit_hydrate(spark_owner, folder.path, COMMUNITY, db).result(300)
     assert r.messages == len(ms) and r.windows == 3 and sorted(r.imported_archive_ids) == sorted(folder.entries)
     con = history.connect(db)
     rows = history.messages(con, COMMUNITY)
-    assert {row[1] for row in rows} == {m.hash for m in ms} | {bytes([3]) * 32}
+    assert {row[1] for row in rows} == {m.hash for m in ms} | {bytes([t]) * 32 for t in (1, 2, 3)}
     assert history.imported_archive_ids(con, COMMUNITY) == set(folder.entries)
     assert history.archive_info(con, COMMUNITY)["last_message_archive_end_date"] == T0 + 3 * WEEK
     assert len(history.messages(con, OTHER_COMMUNITY)) == 1
@@ -65,11 +68,11 @@ def test_hydrate_all_replaces_ranges_and_is_idempotent(spark_owner, tmp_path, bu
     assert by_hash[m.hash][2:5] == (m.timestamp, m.topic, m.sig) and by_hash[m.hash][10] == m.payload
     con.close()
     first = dump(db)
-    submit_hydrate(spark_owner, folder.path, COMMUNITY, db).result(300)
-    assert dump(db) == first
+    again = submit_hydrate(spark_owner, folder.path, COMMUNITY, db).result(300)
+    assert again.imported_archive_ids == [] and dump(db) == first        # only what is missing: nothing
 
 
-def test_partial_window_choice_upserts_without_deleting(spark_owner, tmp_path, built):
+def test_one_chunk_chosen_imports_its_whole_window(spark_owner, tmp_path, built):
     folder, res, ms = built
     week1 = [a for a, e in folder.ordered() if e.start == T0 + WEEK]
     assert len(week1) == 2
@@ -78,10 +81,44 @@ def test_partial_window_choice_upserts_without_deleting(spark_owner, tmp_path, b
     history.bulk_insert(con, [stale_row(T0 + WEEK + 3, 2)])
     con.close()
     r = submit_hydrate(spark_owner, folder.path, COMMUNITY, db, archive_ids=week1[:1]).result(300)
-    assert r.imported_archive_ids == week1[:1] and 0 < r.messages < 40
+    assert r.imported_archive_ids == week1 and r.messages == 40 and r.windows == 1
     con = history.connect(db)
     hashes = {row[1] for row in history.messages(con, COMMUNITY)}
-    assert bytes([2]) * 32 in hashes          # not deleted: the chosen chunk does not cover the whole window
+    assert bytes([2]) * 32 in hashes          # never deleted: no archive holds it
+    con.close()
+
+
+def test_latest_then_all_on_spark_loses_nothing(spark_owner, tmp_path, built):
+    from core.torrent.selection import Selection
+    folder, res, ms = built
+    db = tmp_path / "member.sqlite"
+    r = submit_hydrate(spark_owner, folder.path, COMMUNITY, db, selection=Selection("latest")).result(300)
+    assert r.windows == 1 and r.messages == 300
+    r = submit_hydrate(spark_owner, folder.path, COMMUNITY, db, selection=Selection("all")).result(300)
+    assert r.windows == 2 and r.messages == 240
+    con = history.connect(db)
+    assert sorted(row[1] for row in history.messages(con, COMMUNITY)) == sorted(m.hash for m in ms)
+    con.close()
+
+
+def test_encrypted_archives_open_on_spark(spark_owner, tmp_path):
+    import functools
+    from core.status.archive_encryption import (GroupKeyStore, index_codec, open_archive_bytes, open_index_bytes,
+                                                parse_cli_key, HashRatchetEncryptor)
+    ms = [msg(T0 + i * 600, bytes([i % 256]) * 300, TOPICS[i % 2]) for i in range(100)]
+    db = write_store(tmp_path / "db.sqlite", ms)
+    store = GroupKeyStore()
+    key = parse_cli_key("ab" * 32, COMMUNITY)
+    store.add(key)
+    build_archives(db, COMMUNITY, TOPICS, tmp_path / "d", tmp_path / "t", end=T0 + WEEK,
+                   transform=HashRatchetEncryptor(store, key.group_id), index_codec=index_codec(store, key.group_id))
+    folder = tmp_path / "d" / COMMUNITY
+    r = submit_hydrate(spark_owner, folder, COMMUNITY, tmp_path / "m.sqlite",
+                       open_archive=functools.partial(open_archive_bytes, store=store),
+                       open_index=functools.partial(open_index_bytes, store=store)).result(300)
+    assert r.messages == 100
+    con = history.connect(tmp_path / "m.sqlite")
+    assert sorted(row[1] for row in history.messages(con, COMMUNITY)) == sorted(m.hash for m in ms)
     con.close()
 
 
@@ -97,15 +134,15 @@ def test_interrupted_window_keeps_old_range(spark_owner, tmp_path, built):
     rows = history.messages(con, COMMUNITY)
     week0 = [r for r in rows if r[2] < T0 + WEEK]
     week1 = [r for r in rows if T0 + WEEK <= r[2] < T0 + 2 * WEEK]
-    assert len(week0) == 200 and bytes([1]) * 32 not in {r[1] for r in week0}   # new range, complete
-    assert [r[1] for r in week1] == [bytes([2]) * 32]                            # old range, untouched
+    assert len(week0) == 201 and bytes([1]) * 32 in {r[1] for r in week0}       # imported, local copy kept
+    assert [r[1] for r in week1] == [bytes([2]) * 32]                            # rolled back: untouched
     imported = history.imported_archive_ids(con, COMMUNITY)
     assert imported == {a for a, e in folder.entries.items() if e.start == T0}
     con.close()
     # Resuming finishes the job.
     submit_hydrate(spark_owner, folder.path, COMMUNITY, db).result(300)
     con = history.connect(db)
-    assert len(history.messages(con, COMMUNITY)) == len(ms)
+    assert len(history.messages(con, COMMUNITY)) == len(ms) + 2
     con.close()
 
 

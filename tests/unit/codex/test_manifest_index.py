@@ -70,12 +70,13 @@ def test_check_index_finds_every_problem():
     assert codes == {"key-mismatch", "window-inverted", "bad-cid", "duplicate-cid"}
 
 
-def test_latest_and_range():
+def test_latest_and_range_use_the_torrent_rule():
+    from core.torrent.selection import Selection
     es = {e.archive_id: e for e in [entry(0, 10, b"a"), entry(10, 20, b"b"), entry(20, 30, b"c"),
                                     entry(20, 30, b"d")]}
-    assert {es[a].cid for a in cindex.latest(es)} == {entry(data=b"c").cid, entry(data=b"d").cid}
-    assert [es[a].start for a in cindex.in_range(es, 5, 11)] == [0, 10]
-    assert cindex.in_range(es, 30, 40) == [] and cindex.latest({}) == []
+    assert {es[a].cid for a in Selection("latest").choose(es)} == {entry(data=b"c").cid, entry(data=b"d").cid}
+    assert [es[a].start for a in Selection("range", 5, 11).choose(es)] == [0, 10]
+    assert Selection("range", 30, 40).choose(es) == [] and Selection("latest").choose({}) == []
 
 
 def test_decode_empty_index_and_garbage():

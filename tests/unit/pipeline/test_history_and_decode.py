@@ -21,7 +21,7 @@ def row(ts, tag, community=C):
     return (community, bytes([tag]) * 32, ts, b"abcd", None, None, None, None, None, None, b"p", None)
 
 
-def test_replace_range_is_one_transaction(tmp_path):
+def test_import_window_is_one_transaction_and_never_deletes(tmp_path):
     con = history.connect(tmp_path / "h.sqlite")
     history.bulk_insert(con, [row(5, 1), row(15, 2), row(25, 3), row(15, 4, "0x03" + "00" * 32)])
 
@@ -29,23 +29,27 @@ def test_replace_range_is_one_transaction(tmp_path):
         yield row(12, 9)
         raise RuntimeError("crash mid-transaction")
     try:
-        history.replace_range(con, C, 10, 20, failing(), ["0xaa"])
+        history.import_window(con, C, 10, 20, failing(), ["0xaa"])
     except RuntimeError:
         pass
     assert [r[2] for r in history.messages(con, C)] == [5, 15, 25]
     assert history.imported_archive_ids(con, C) == set()
-    assert history.replace_range(con, C, 10, 20, [row(11, 7), row(19, 8)], ["0xaa"]) == 2
-    assert [r[2] for r in history.messages(con, C)] == [5, 11, 19, 25]      # [10, 20) replaced, rest kept
+    assert history.import_window(con, C, 10, 20, [row(11, 7), row(19, 8)], ["0xaa"]) == 2
+    # the local message at 15 is in no archive: kept (an import never removes what it does not bring back)
+    assert [r[2] for r in history.messages(con, C)] == [5, 11, 15, 19, 25]
     assert history.imported_archive_ids(con, C) == {"0xaa"}
     assert history.archive_info(con, C)["last_message_archive_end_date"] == 20
-    history.replace_range(con, C, 0, 5, [], [])
+    # the archive's copy of a message replaces the local one with the same hash
+    history.import_window(con, C, 10, 20, [row(16, 2)], ["0xab"])
+    assert [r[2] for r in history.messages(con, C)] == [5, 11, 16, 19, 25]
+    history.import_window(con, C, 0, 5, [], [])
     assert history.archive_info(con, C)["last_message_archive_end_date"] == 20   # never goes back
     history.set_magnetlink(con, C, 7, "magnet:?xt=urn:btih:" + "0" * 40)
     assert history.archive_info(con, C) == {"magnetlink_clock": 7, "last_message_archive_end_date": 20,
                                             "last_magnetlink_uri": "magnet:?xt=urn:btih:" + "0" * 40}
-    history.set_archive_hashes(con, C, ["0xaa", "0xbb"])
-    assert history.imported_archive_ids(con, C) == {"0xaa"}
-    assert con.execute("SELECT COUNT(*) FROM community_message_archive_hashes").fetchone()[0] == 2
+    history.set_archive_hashes(con, C, ["0xaa", "0xcc"])
+    assert history.imported_archive_ids(con, C) == {"0xaa", "0xab"}
+    assert con.execute("SELECT COUNT(*) FROM community_message_archive_hashes").fetchone()[0] == 3
     con.close()
 
 
@@ -124,4 +128,7 @@ def test_cli_registers_spark_commands():
                                   "--data-dir", "d", "--torrent-dir", "t", "--master", "spark://127.0.0.1:7077"])
     assert a.topic == [bytes.fromhex("01020304")] and a.master == "spark://127.0.0.1:7077"
     a = make_parser().parse_args(["spark-hydrate", "--folder", "d", "--community-id", C, "--db", "m.sqlite"])
-    assert a.archive_id is None and a.master == "local[*]"
+    assert a.archive_id is None and a.master == "local[*]" and a.mode is None and a.key is None
+    a = make_parser().parse_args(["spark-hydrate", "--folder", "d", "--community-id", C, "--db", "m.sqlite",
+                                  "--latest", "--key", "aa" * 32])
+    assert a.mode == "latest" and a.key == ["aa" * 32]

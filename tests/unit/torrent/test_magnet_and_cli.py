@@ -3,7 +3,8 @@ import argparse
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from core.torrent.cli import _peer, _when
+from core.torrent.cli import _peer
+from core.torrent.selection import parse_when as _when
 from core.torrent.fetch import parse_magnet
 
 CID = "0x02" + "ab" * 32

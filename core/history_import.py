@@ -1,0 +1,130 @@
+"""The one importer: which downloaded archives go into a member's history, in which groups, and the rows they give.
+
+Every import path uses this module: the member node (core/node/hydrate.py), `archivist import`, and the Spark
+hydrate job (core/pipeline/hydrate.py, whose executors call `read_archive_rows`). Nothing else decides these
+rules, so they cannot drift apart again (they did once, and a week split into chunks lost messages).
+
+The rules:
+- A 7-day window bigger than 30 MB is several archives with the same [from, to): its chunks. A selection always
+  takes whole windows (`whole_windows`): "latest" is every chunk of the newest window, a range every chunk of every
+  window it touches.
+- The chunks of a window are written together, in one transaction (`core.storage.history.import_window`).
+- An import never removes a message: each archived message replaces the local copy with the same hash (the
+  archive's copy wins), and a local message that no archive holds is kept. (Spec 61 says a member deletes every
+  local message in the archive's time range; a message the archive lacks may be one the control node received
+  too late to archive, so deleting it would lose history. docs/NODE.md lists this departure.)
+- What is imported is recorded in the same transaction as its rows, so a crash leaves each window either fully
+  imported and recorded, or untouched; running the import again finishes the job without duplicates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Sequence
+
+from core.archive import codec
+from core.archive.codec import ArchiveMessage, IndexEntry
+from core.archive.errors import ArchiveError
+from core.pipeline.unwrap import Unwrapper, status_unwrap
+
+ArchiveOpener = Callable[[bytes], bytes]        # encrypted communities: ciphertext -> plain archive bytes
+
+
+@dataclass(frozen=True, slots=True)
+class WindowImport:
+    """One transaction's worth: the archives of one window that this import writes."""
+
+    start: int
+    end: int
+    archive_ids: tuple[str, ...]       # in `data` order
+
+
+def window_of(e: IndexEntry) -> tuple[int, int]:
+    return e.start, e.end
+
+
+def whole_windows(index: Mapping[str, IndexEntry], chosen: Iterable[str]) -> list[str]:
+    """`chosen` grown to every archive of each window it touches, oldest first (`data` order for a torrent;
+    Codex index entries, which have no offset, work too)."""
+    wanted = {window_of(index[a]) for a in chosen}
+    order = sorted(index.items(), key=lambda kv: (kv[1].start, kv[1].end, getattr(kv[1], "offset", 0), kv[0]))
+    return [a for a, e in order if window_of(e) in wanted]
+
+
+def plan_import(index: Mapping[str, IndexEntry], chosen: Iterable[str], imported: Iterable[str] = ()
+                ) -> list[WindowImport]:
+    """The windows to write, oldest first, each with the chosen archives not imported yet.
+
+    Raises ArchiveError (code `unknown-archive`) when a chosen ID is not in the index."""
+    chosen = list(chosen)
+    missing = [a for a in chosen if a not in index]
+    if missing:
+        raise ArchiveError(f"archive {missing[0]} is not in the index", code="unknown-archive",
+                           archive_id=missing[0])
+    done = set(imported)
+    by_window: dict[tuple[int, int], list[str]] = {}
+    for a in whole_windows(index, chosen):
+        by_window.setdefault(window_of(index[a]), []).append(a)
+    out = []
+    for (start, end), ids in sorted(by_window.items()):
+        todo = tuple(a for a in ids if a not in done)
+        if todo:
+            out.append(WindowImport(start, end, todo))
+    return out
+
+
+def history_row(community_id: str, m: ArchiveMessage, archive_id: str, unwrap: Unwrapper = status_unwrap) -> tuple:
+    """One `history_messages` row (core.storage.history.COLUMNS order). A message without a hash is keyed by the
+    Keccak-256 of its encoding, so two such messages never collapse into one row."""
+    h = m.hash or codec.keccak256(m.to_pb().SerializeToString(deterministic=True))
+    u = unwrap(m.payload)
+    if u is None:      # not a Status message we can open: keep its place and raw payload
+        return (community_id, h, m.timestamp, m.topic, m.sig or None, None, None, None, None, None, m.payload,
+                archive_id)
+    return (community_id, h, m.timestamp, m.topic, u.author or m.sig or None, u.chat_id, u.clock, u.message_id,
+            u.message_type, u.text, m.payload, archive_id)
+
+
+def archive_from_blob(aid: str, e: IndexEntry, blob: bytes, open_archive: ArchiveOpener | None = None
+                      ) -> codec.DecodedArchive:
+    """Check and decode `data[offset : offset + size]` of one archive: all bytes present, zero padding, decodes,
+    and says the same window as its index entry. Raises ArchiveError (KeyMissing for a key not held)."""
+    if len(blob) != e.size:
+        raise ArchiveError(f"archive {aid} is not fully downloaded: data holds {len(blob)} of its {e.size} bytes",
+                           code="archive-incomplete", archive_id=aid)
+    if e.padding > e.size:
+        raise ArchiveError(f"archive {aid}: padding {e.padding} is larger than its size {e.size}",
+                           code="padding-exceeds-size", archive_id=aid)
+    raw = blob[:e.size - e.padding]
+    if raw.count(0) == len(raw):
+        raise ArchiveError(f"archive {aid} is not downloaded (its bytes in data are all zeros)",
+                           code="archive-incomplete", archive_id=aid)
+    if blob[e.size - e.padding:].count(0) != e.padding:
+        raise ArchiveError(f"archive {aid}: padding is not zeros", code="padding-nonzero", archive_id=aid)
+    if open_archive is not None:
+        raw = open_archive(raw)
+    arch = codec.decode_archive(raw, archive_id=aid)
+    if (arch.start, arch.end) != (e.start, e.end):
+        raise ArchiveError(f"archive {aid} says [{arch.start}, {arch.end}), its index entry [{e.start}, {e.end})",
+                           code="metadata-mismatch", archive_id=aid)
+    return arch
+
+
+def read_archive_rows(f, community_id: str, aid: str, e: IndexEntry, open_archive: ArchiveOpener | None = None,
+                      unwrap: Unwrapper = status_unwrap) -> list[tuple]:
+    """The history rows of one archive, read from the open `data` file `f`."""
+    f.seek(e.offset)
+    blob = f.read(e.size)
+    return [history_row(community_id, m, aid, unwrap) for m in archive_from_blob(aid, e, blob, open_archive).messages]
+
+
+def read_window_rows(data_path, community_id: str, index: Mapping[str, IndexEntry], w: WindowImport,
+                     open_archive: ArchiveOpener | None = None, unwrap: Unwrapper = status_unwrap) -> list[tuple]:
+    """All rows of a window's archives (the single-process path; Spark executors call read_archive_rows)."""
+    with open(data_path, "rb") as f:
+        return [r for a in w.archive_ids for r in read_archive_rows(f, community_id, a, index[a], open_archive,
+                                                                      unwrap)]
+
+
+def describe(windows: Sequence[WindowImport]) -> str:
+    n = sum(len(w.archive_ids) for w in windows)
+    return f"{n} archive(s) in {len(windows)} window(s)"

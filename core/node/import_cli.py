@@ -1,0 +1,138 @@
+"""`archivist import FOLDER --history DB`: a downloaded community folder into a member history database.
+
+The folder may come from us or from any BitTorrent client. The selection (core.torrent.selection), the plan
+(core.history_import) and the per-window write (core.node.hydrate.reference_hydrator) are the member node's own,
+so the command and the node always agree. Running it again imports only what is missing.
+Exit codes: 0 all chosen archives imported, 1 some could not be (named, the rest imported), 2 unusable input.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.archive.errors import ArchiveError
+
+COMMUNITY_ID = re.compile(r"^0x[0-9a-f]{66}$")
+
+
+@dataclass
+class ImportReport:
+    community_id: str
+    chosen: int = 0
+    already_imported: int = 0
+    imported_archive_ids: list[str] = field(default_factory=list)
+    windows: int = 0
+    messages: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return self.__dict__.copy()
+
+
+class ImportUsageError(Exception):
+    """The folder, index or arguments cannot be used at all (exit 2)."""
+
+
+def key_store(keys, community_id: str):
+    if not keys:
+        return None
+    from core.status.archive_encryption import GroupKeyStore, parse_cli_key
+    store = GroupKeyStore()
+    for k in keys:
+        store.add(parse_cli_key(k, community_id))
+    return store
+
+
+def open_folder_index(folder: Path, store=None):
+    """{archive_id: IndexEntry} of a downloaded folder, checked before it is trusted (ImportUsageError if not).
+
+    `data` may be shorter than the index says or sparse (a partial download): archives whose bytes are missing
+    fail one by one when read; every other fault of the index refuses the whole import."""
+    from core.archive import codec
+    from core.archive.constants import DATA_FILE, INDEX_FILE
+    from core.archive.index_check import check_entries, errors
+    from core.status.archive_encryption import is_encrypted, open_index_bytes
+    index_path, data_path = folder / INDEX_FILE, folder / DATA_FILE
+    if not folder.is_dir() or not index_path.is_file() or not data_path.is_file():
+        raise ImportUsageError(f"{folder} is not a downloaded archive folder (it needs `index` and `data`)")
+    raw = index_path.read_bytes()
+    try:
+        index = codec.decode_index(open_index_bytes(raw, store))
+    except Exception as e:  # noqa: BLE001 - DecodeError, KeyMissing, TamperedContent: the index cannot be opened
+        hint = " (the index is encrypted: pass the community's key with --key)" if is_encrypted(raw) else ""
+        raise ImportUsageError(f"{index_path}: {e}{hint}") from None
+    faults = [f for f in errors(check_entries(index, data_path.stat().st_size)) if f.code != "index-past-data"]
+    if faults:
+        raise ImportUsageError(f"{index_path}: {faults[0].code}: {faults[0].message}"
+                               + (f" (and {len(faults) - 1} more)" if len(faults) > 1 else "")
+                               + "; nothing imported (run `archivist verify` on the folder)")
+    return index
+
+
+def import_folder(folder: Path | str, history_db: Path | str, community_id: str, selection, *, keys=(),
+                  progress=None) -> ImportReport:
+    """Import the archives `selection` picks from `folder` into `history_db`, one window per transaction."""
+    from core.history_import import plan_import
+    from core.node.hydrate import reference_hydrator
+    from core.status.archive_encryption import open_archive_bytes
+    from core.storage.member_history import MemberHistory
+    folder = Path(folder)
+    store = key_store(keys, community_id)
+    index = open_folder_index(folder, store)
+    chosen = selection.choose(index)
+    history = MemberHistory(history_db)
+    try:
+        done = history.imported_archive_ids(community_id)
+        plan = plan_import(index, chosen, done)
+        rep = ImportReport(community_id, chosen=len(chosen), already_imported=sum(1 for a in chosen if a in done))
+        hydrate = reference_hydrator(history, unwrap=lambda raw: open_archive_bytes(raw, store))
+        for i, w in enumerate(plan):
+            if progress is not None:
+                progress(i, len(plan), w)
+            try:
+                rep.messages += hydrate(community_id, folder, {a: index[a] for a in w.archive_ids})
+            except Exception as e:  # noqa: BLE001 - ArchiveError, KeyMissing, TamperedContent: name it, go on
+                for a in w.archive_ids:
+                    rep.failed[a] = f"{getattr(e, 'code', type(e).__name__)}: {e}"
+                continue
+            rep.imported_archive_ids.extend(w.archive_ids)
+            rep.windows += 1
+        return rep
+    finally:
+        history.close()
+
+
+def cmd_import(a) -> int:
+    from core.cli import print_json
+    from core.torrent.selection import selection_from_args
+    folder = Path(a.folder)
+    cid = (a.community_id or folder.resolve().name).lower()
+    try:
+        if not COMMUNITY_ID.match(cid):
+            raise ImportUsageError(f"{cid!r} is not a community ID (0x + 66 hex digits): name it with --community-id")
+        rep = import_folder(folder, a.history, cid, selection_from_args(a), keys=a.key or ())
+    except (ImportUsageError, ValueError, ArchiveError, OSError) as e:
+        print(f"archivist import: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print_json(rep.to_json())
+    else:
+        print(f"imported {len(rep.imported_archive_ids)} archives ({rep.windows} windows), {rep.messages} messages; "
+              f"{rep.already_imported} of {rep.chosen} chosen archives were already imported")
+        for aid, why in rep.failed.items():
+            print(f"  not imported {aid}: {why}")
+    return 1 if rep.failed else 0
+
+
+def register(sub) -> None:
+    from core.torrent.selection import add_selection_arguments
+    p = sub.add_parser("import", help="import a downloaded archive folder into a member history database")
+    p.add_argument("folder", help="folder with `data` and `index` (downloaded by us or any BitTorrent client)")
+    p.add_argument("--history", required=True, help="member history SQLite file (created if missing)")
+    p.add_argument("--community-id", help="0x + 66 hex (default: the folder's name)")
+    add_selection_arguments(p)
+    p.add_argument("--key", action="append", help="community group key HEX[@TIMESTAMP_MS] (encrypted; repeat)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_import)

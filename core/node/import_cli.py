@@ -8,11 +8,13 @@ Exit codes: 0 all chosen archives imported, 1 some could not be (named, the rest
 from __future__ import annotations
 
 import re
+import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.archive.errors import ArchiveError
+from core.storage.history import HistoryWriteError
 
 COMMUNITY_ID = re.compile(r"^0x[0-9a-f]{66}$")
 
@@ -93,6 +95,8 @@ def import_folder(folder: Path | str, history_db: Path | str, community_id: str,
                 progress(i, len(plan), w)
             try:
                 rep.messages += hydrate(community_id, folder, {a: index[a] for a in w.archive_ids})
+            except HistoryWriteError:
+                raise                  # disk full / I/O error: stop; what was imported stays, a rerun continues
             except Exception as e:  # noqa: BLE001 - ArchiveError, KeyMissing, TamperedContent: name it, go on
                 for a in w.archive_ids:
                     rep.failed[a] = f"{getattr(e, 'code', type(e).__name__)}: {e}"
@@ -113,7 +117,7 @@ def cmd_import(a) -> int:
         if not COMMUNITY_ID.match(cid):
             raise ImportUsageError(f"{cid!r} is not a community ID (0x + 66 hex digits): name it with --community-id")
         rep = import_folder(folder, a.history, cid, selection_from_args(a), keys=a.key or ())
-    except (ImportUsageError, ValueError, ArchiveError, OSError) as e:
+    except (ImportUsageError, ValueError, ArchiveError, OSError, HistoryWriteError, sqlite3.Error) as e:
         print(f"archivist import: {e}", file=sys.stderr)
         return 2
     if a.json:

@@ -16,6 +16,7 @@ from core.node.community import CommunityConfig, NodePaths
 from core.node.links import LinkDecision, LinkGate
 from core.status.errors import KeyMissing
 from core.storage.archive_state import ArchiveStateDB
+from core.storage.history import HistoryWriteError
 
 log = logging.getLogger(__name__)
 SETTLE_SECONDS = 20.0
@@ -122,19 +123,27 @@ class MemberNode:
                 self._wait("archive index parked: decryption key missing (resumes as soon as the community's "
                            "key arrives)")
                 return
-            self.failures += 1
-            delay = RETRY_SECONDS[min(self.failures - 1, len(RETRY_SECONDS) - 1)]
-            self.deadline = self.clock.now() + delay
-            self.bus.publish(E.ERROR, self.cid, code=snap["code"], message=snap["message"])
-            self._wait(f"download failed ({snap['message']}); retrying in {delay} s", until=self.deadline)
+            self._retry_later(snap["code"], snap["message"], "download failed")
             return
-        self.import_archives(job.entries, job.chosen)
+        try:
+            self.import_archives(job.entries, job.chosen)
+        except HistoryWriteError as err:       # disk full, I/O error: keep the link, retry later, lose nothing
+            self._retry_later(err.code, str(err), "could not write the history database")
+            return
         pending = self.state.pending_link(self.cid)
         if pending:
             self.state.set_last_magnetlink(self.cid, pending[0])
             self.state.clear_pending_link(self.cid)
         self.bus.publish(E.DOWNLOADING_HISTORY_ARCHIVES_FINISHED, self.cid)
         self._wait(self._idle_reason())
+
+    def _retry_later(self, code: str, message: str, what: str) -> None:
+        """Back off (30 s, 2 min, 10 min, 30 min) and try the pending link again: never a tight loop."""
+        self.failures += 1
+        delay = RETRY_SECONDS[min(self.failures - 1, len(RETRY_SECONDS) - 1)]
+        self.deadline = self.clock.now() + delay
+        self.bus.publish(E.ERROR, self.cid, code=code, message=message)
+        self._wait(f"{what} ({message}); retrying in {delay} s", until=self.deadline)
 
     def retry_parked(self) -> int:
         """A key arrived (or the user asked): import the parked archives again, once."""

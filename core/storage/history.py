@@ -81,10 +81,37 @@ def connect(path: Path | str) -> sqlite3.Connection:
     return con
 
 
+class HistoryWriteError(Exception):
+    """The history database could not be written (disk full, I/O error, read-only file). The window's transaction
+    was rolled back: nothing of it is in the database, and running the import again continues."""
+
+    code = "history-write-failed"
+
+
+def _db_file(con: sqlite3.Connection) -> str:
+    try:
+        return next((r[2] for r in con.execute("PRAGMA database_list") if r[1] == "main"), "") or "history database"
+    except sqlite3.Error:
+        return "history database"
+
+
 def import_window(con: sqlite3.Connection, community_id: str, start: int, end: int,
                   rows: Iterable[Sequence], archive_ids: Sequence[str] = ()) -> int:
     """In one transaction: upsert `rows` (tuples in COLUMNS order; a row replaces the one with the same hash),
-    mark `archive_ids` imported and move the archive end watermark. Deletes nothing. Returns rows written."""
+    mark `archive_ids` imported and move the archive end watermark. Deletes nothing. Returns rows written.
+    Raises HistoryWriteError when SQLite cannot write (disk full, I/O error, read-only)."""
+    try:
+        return _import_window(con, community_id, start, end, rows, archive_ids)
+    except sqlite3.OperationalError as e:
+        if getattr(e, "sqlite_errorname", "").startswith(("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY",
+                                                           "SQLITE_CANTOPEN", "SQLITE_BUSY")):
+            raise HistoryWriteError(f"cannot write {_db_file(con)}: {e} ({e.sqlite_errorname}); nothing of the "
+                                    f"window [{start}, {end}) was written: free disk space or fix the file's "
+                                    "permissions, then import again") from None
+        raise
+
+
+def _import_window(con, community_id, start, end, rows, archive_ids) -> int:
     con.execute("BEGIN IMMEDIATE")
     try:
         before = con.total_changes
@@ -99,7 +126,11 @@ def import_window(con: sqlite3.Connection, community_id: str, start: int, end: i
             (community_id, end))
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        if con.in_transaction:
+            try:
+                con.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass            # SQLite rolls back on its own when it cannot; the original error is the one to see
         raise
     return written
 

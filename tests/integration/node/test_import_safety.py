@@ -211,3 +211,65 @@ def test_kill9_during_imports_loses_and_duplicates_nothing(tmp_path):
                                          f"{len(set(got) - expected)} unexpected"
         assert expected == {m.hash for m in ms}
     print(f"kill -9 trials: {trials} message sets, {kills} imports killed mid-transaction (seed {seed})")
+
+
+def test_disk_full_during_import_stops_cleanly_and_a_rerun_continues(tmp_path):
+    """A real write failure (RLIMIT_FSIZE: the kernel refuses to grow the file, as on a full disk) in the middle of
+    an import: one clear line, exit 2, whole windows only, and the next run imports the rest."""
+    import resource
+    rng = random.Random(5)
+    ms = random_messages(rng, 4, 1200)
+    folder = build_folder(tmp_path / COMMUNITY, ms, cap=20_000, weeks=4)
+    db = tmp_path / "history.sqlite"
+    MemberHistory(db).close()                       # the schema exists; the rows do not fit
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (db.stat().st_size + 150_000,) * 2)
+    p = subprocess.run([sys.executable, "-m", "core.cli", "import", str(folder.path), "--history", str(db)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "cannot write" in p.stderr and "import again" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    h = MemberHistory(db)
+    got = set(hashes(h))
+    imported = h.imported_archive_ids(COMMUNITY)
+    h.close()
+    windows = {(folder.entries[a].start, folder.entries[a].end) for a in imported}
+    assert got == {m.hash for m in ms if any(lo <= m.timestamp < hi for lo, hi in windows)}   # whole windows
+    assert len(windows) < 4
+    run_cli("import", folder.path, "--history", db, check=0)
+    h = MemberHistory(db)
+    assert sorted(hashes(h)) == sorted(m.hash for m in ms)
+    h.close()
+
+
+def test_member_node_backs_off_when_the_history_cannot_be_written(tmp_path):
+    from core.storage.history import HistoryWriteError
+    rng = random.Random(6)
+    ms = random_messages(rng, 2, 100)
+    history = MemberHistory(tmp_path / "history.sqlite")
+    node, state = member(tmp_path, history)
+    folder = build_folder(node.paths.archive_dir / COMMUNITY, ms, cap=5_000, weeks=2)
+    errors = []
+    node.bus.subscribe(lambda ev: errors.append(ev) if ev.name == E.ERROR else None)
+    real = node.hydrator
+
+    def full_disk(cid, path, chosen):
+        raise HistoryWriteError("cannot write history.sqlite: database or disk is full (SQLITE_FULL)")
+
+    class Job:
+        entries, chosen = folder.entries, list(folder.entries)
+
+        def snapshot(self):
+            return {"state": "complete"}
+    state.set_pending_link(COMMUNITY, "magnet:?xt=urn:btih:" + "0" * 40, 1, node.clock.now())
+    node.hydrator = full_disk
+    node._finished(Job())
+    assert state.pending_link(COMMUNITY) is not None                  # the link is kept
+    assert node.deadline == node.clock.now() + 30 and "retrying in 30 s" in node.waiting_reason
+    assert errors and errors[-1].data["code"] == "history-write-failed"
+    assert state.archive_ids(COMMUNITY, imported=True) == set()
+    node.hydrator = real
+    node._finished(Job())
+    assert sorted(hashes(history)) == sorted(m.hash for m in ms) and state.pending_link(COMMUNITY) is None
+    history.close()
+    state.close()

@@ -221,9 +221,12 @@ class MainWindow(QMainWindow):
         self.control.archive_btn.setEnabled(False)
 
         def done(result) -> None:
-            n = len(getattr(result, "new_archive_ids", None) or (result or {}).get("new_archive_ids", [])) \
-                if result is not None else 0
-            self.control.set_build_status(f"Built {n} new archive{'s' if n != 1 else ''}")
+            ids = getattr(result, "new_archive_ids", None)
+            if ids is None and isinstance(result, dict):
+                ids = result.get("new_archive_ids")
+            n = len(ids or ())
+            self.control.set_build_status(f"Built {n} new archive{'s' if n != 1 else ''}" if n
+                                          else "Nothing new to archive")
             self.control.archive_btn.setEnabled(True)
         self._command("archive now", "archive_now", community_id, on_done=done)
 

@@ -56,6 +56,10 @@ def test_archive_now_builds_and_shows_timeline(qtbot, nodes, window):
     from PySide6.QtGui import QGuiApplication
     assert QGuiApplication.clipboard().text() == c.magnet
     assert "Next archive due" in window.control.due.text()
+    # again, with nothing new: a plain sentence, and the button comes back (it raised AttributeError before)
+    qtbot.mouseClick(window.control.archive_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.control.build_status.text() == "Nothing new to archive", timeout=60_000)
+    assert window.control.archive_btn.isEnabled()
 
 
 def test_member_time_range_downloads_right_archives_into_history(qtbot, nodes, window):

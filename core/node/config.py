@@ -16,6 +16,7 @@ class ConfigError(ValueError):
 class NodeSettings:
     data_dir: Path
     settle_seconds: float = 20.0
+    grace_period: int = 3600                     # control: a 7-day window is built this long after it closed
     tick_seconds: float = 1.0
     torrent_listen: str = "0.0.0.0:0"
     torrent_peers: list[tuple[str, int]] = field(default_factory=list)
@@ -61,6 +62,7 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
         s = NodeSettings(
             data_dir=Path(rel(doc["data_dir"])) if "data_dir" in doc else default_data_dir(),
             settle_seconds=float(doc.get("settle_seconds", 20.0)),
+            grace_period=int(doc.get("grace_period", 3600)),
             tick_seconds=float(doc.get("tick_seconds", 1.0)),
             torrent_listen=str(t.get("listen", "0.0.0.0:0")),
             torrent_peers=[_peer(x) for x in t.get("peers", [])],
@@ -91,6 +93,8 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
         if isinstance(e, ConfigError):
             raise
         raise ConfigError(f"config has a bad value: {e}") from None
+    if s.grace_period < 0:
+        raise ConfigError(f"grace_period must be 0 or more seconds, not {s.grace_period}")
     if s.waku_backend not in ("embedded", "nwaku-rest", "none"):
         raise ConfigError(f"waku.backend must be embedded, nwaku-rest or none, not {s.waku_backend!r}")
     return s

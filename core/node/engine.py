@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 class Engine:
     def __init__(self, root: Path | str, *, clock=None, transport=None, torrents=None, hydrator=None,
                  settle: float = 20.0, tick_seconds: float = 1.0, peers: tuple = (), history=None,
-                 builder=None):
+                 builder=None, grace: int | None = None):
         self.paths = NodePaths(Path(root)).ensure()
         self.clock = clock or SystemClock()
         self.bus = E.EventBus()
@@ -38,6 +38,7 @@ class Engine:
         self.transport, self.torrents, self.hydrator = transport, torrents, hydrator
         self.history_db = history            # core.storage.member_history.MemberHistory (members)
         self.builder = builder               # None: the single-process reference build; see runner.spark_builder
+        self.grace = grace                   # None: ControlNode's default (1 hour)
         self.settle, self.tick_seconds, self.peers = settle, tick_seconds, tuple(peers)
         self.nodes: dict[str, ControlNode | MemberNode] = {}
         self._queues: dict[str, ThreadPoolExecutor] = {}
@@ -50,7 +51,7 @@ class Engine:
         if cfg.role == "control":
             node: ControlNode | MemberNode = ControlNode(
                 cfg, self.paths, self.state, self.bus, self.clock, seeder=self.torrents, announcer=self._announce,
-                store_query=self._store_query, group_keys=self.group_keys,
+                store_query=self._store_query, group_keys=self.group_keys, grace=self.grace,
                 **({"builder": self.builder} if self.builder is not None else {}))
             topics = [status_topics.content_topic(c) for c in cfg.channel_chat_ids]
             if self.transport is not None and topics:
@@ -163,10 +164,12 @@ class Engine:
         return self.submit(cid, self.state.set_community_support, cid, enabled)
 
     def archive_now(self, cid: str) -> Future:
+        """The owner's explicit build: everything up to now - grace, even a partial window (the schedule builds
+        whole 7-day windows only)."""
         node = self.nodes[cid]
         if not isinstance(node, ControlNode):
             raise ValueError("only a control node builds archives")
-        return self.submit(cid, node.build)
+        return self.submit(cid, node.archive_now)
 
     def set_download_policy(self, cid: str, policy: str | DownloadPolicy, start: int | None = None,
                             end: int | None = None) -> Future:
@@ -226,7 +229,7 @@ class Engine:
                 seeding = SeedingState(snap.get("state", "seeding-idle")) if snap.get("state") in \
                     {s.value for s in SeedingState} else SeedingState.SEEDING_IDLE
             return CommunityState(cid, node.cfg.name, Role.CONTROL, node.support(), seeding, peers, uploaded,
-                                  node.magnet, node.next_archive_due(), None, archives)
+                                  node.magnet, node.next_archive_due(), node.note(), archives)
         support = ArchiveSupport.ON if self.state.community_support(cid) is not False else ArchiveSupport.OFF
         return CommunityState(cid, node.cfg.name, Role.MEMBER, support, waiting_reason=node.waiting_reason,
                               archives=archives, policy=DownloadPolicy(node.cfg.policy),

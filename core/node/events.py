@@ -25,6 +25,9 @@ MAGNETLINK_REJECTED = "archivist.magnetlinkRejected"
 WAITING = "archivist.waiting"              # data: {"reason": "...", "until": ts?} - every wait has a reason
 PROGRESS = "archivist.progress"            # data: {"job": "...", "done": n, "total": m}
 ERROR = "archivist.error"
+# data: {"count": new ones, "total": n, "windows": [[from, to, n], ...]}: messages that arrived after their window
+# was archived; they are kept in waku_messages (in no archive, never deleted by retention)
+LATE_MESSAGES = "archivist.lateHistoryMessages"
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True) -> Runn
         transport = WakuTransport(waku, store_peers=s.waku_peers)
     history = MemberHistory(s.data_dir / "history.sqlite")
     engine = Engine(s.data_dir, clock=clock, transport=transport, torrents=torrents, settle=s.settle_seconds,
-                    tick_seconds=s.tick_seconds, peers=tuple(s.torrent_peers), history=history,
+                    tick_seconds=s.tick_seconds, peers=tuple(s.torrent_peers), history=history, grace=s.grace_period,
                     builder=spark_builder(s.spark_master) if s.spark_build else None)
     engine.hydrator = reference_hydrator(history, unwrap=engine.unwrap)
     node = RunningNode(s, engine, torrents, waku, history)

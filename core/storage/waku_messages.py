@@ -5,6 +5,7 @@ the hash as "0x"+64 hex text; sig, payload and padding are blobs, timestamp is s
 """
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -91,3 +92,65 @@ def payload_bytes(con: sqlite3.Connection, topics: Sequence[bytes], start: int, 
                       f"FROM waku_messages WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks})",
                       (start, end, *(topic_text(t) for t in topics))).fetchone()
     return int(row[0]), int(row[1])
+
+
+# -- retention and late-message bookkeeping (core.node.control) ----------------------------------------------------
+
+def count_range(con: sqlite3.Connection, topics: Sequence[bytes], start: int, end: int) -> int:
+    """Rows with start <= timestamp < end on the given topics."""
+    if not topics:
+        return 0
+    marks = ",".join("?" * len(topics))
+    row = con.execute(f"SELECT COUNT(*) FROM waku_messages WHERE timestamp >= ? AND timestamp < ? "
+                      f"AND topic IN ({marks})", (start, end, *(topic_text(t) for t in topics))).fetchone()
+    return int(row[0])
+
+
+def content_digest(sig: bytes, payload: bytes, padding: bytes) -> bytes:
+    """A digest of what an archived message carries besides its hash, timestamp and topic (length-prefixed)."""
+    h = hashlib.blake2b(digest_size=20)
+    for part in (sig, payload, padding):
+        h.update(len(part).to_bytes(8, "big"))
+        h.update(part)
+    return h.digest()
+
+
+def identities(con: sqlite3.Connection, topics: Sequence[bytes], start: int, end: int
+               ) -> Iterator[tuple[bytes, int, bytes, bytes]]:
+    """(hash, timestamp, topic, content_digest) of the rows in [start, end) on the given topics, streamed: what
+    retention compares with the messages decoded from an archive."""
+    if not topics:
+        return
+    marks = ",".join("?" * len(topics))
+    cur = con.execute(f"SELECT hash, timestamp, topic, sig, payload, padding FROM waku_messages "
+                      f"WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks})",
+                      (start, end, *(topic_text(t) for t in topics)))
+    while rows := cur.fetchmany(1000):
+        for h, ts, t, sig, payload, padding in rows:
+            yield (parse_hex(h), int(ts), parse_hex(t),
+                   content_digest(bytes(sig), bytes(payload), bytes(padding or b"")))
+
+
+def existing_hashes(con: sqlite3.Connection, hashes: Sequence[bytes], batch: int = 500) -> set[bytes]:
+    """Which of `hashes` are already stored."""
+    out: set[bytes] = set()
+    hs = list(hashes)
+    for i in range(0, len(hs), batch):
+        part = ["0x" + h.hex() for h in hs[i:i + batch]]
+        out |= {parse_hex(h) for (h,) in con.execute(
+            f"SELECT hash FROM waku_messages WHERE hash IN ({','.join('?' * len(part))})", part)}
+    return out
+
+
+def delete_by_hash(con: sqlite3.Connection, hashes: Sequence[bytes], before: int, batch: int = 500) -> int:
+    """Delete the rows with these hashes that are also older than `before`, one committed transaction per batch
+    (each batch stands on its own: a crash between batches loses nothing the caller had not proven)."""
+    deleted = 0
+    hs = list(hashes)
+    for i in range(0, len(hs), batch):
+        part = ["0x" + h.hex() for h in hs[i:i + batch]]
+        cur = con.execute(f"DELETE FROM waku_messages WHERE hash IN ({','.join('?' * len(part))}) AND timestamp < ?",
+                          (*part, before))
+        con.commit()
+        deleted += cur.rowcount
+    return deleted

@@ -66,13 +66,18 @@ class ControlView(QWidget):
         self.due = QLabel("")
         self.archive_btn = QPushButton("Archive now")
         self.archive_btn.setObjectName("archiveNow")
-        self.archive_btn.setToolTip("Build archives for every message since the last archive (Ctrl+Shift+A)")
+        self.archive_btn.setToolTip("Build archives now for every message since the last archive, up to the grace "
+                                    "period (1 hour by default) ago; the week may be partial (Ctrl+Shift+A)")
         self.archive_btn.clicked.connect(lambda: self.community_id and self.archive_now.emit(self.community_id))
         self.build_status = QLabel("")
         due_row = QHBoxLayout()
         due_row.addWidget(self.due, 1)
         due_row.addWidget(self.build_status)
         due_row.addWidget(self.archive_btn)
+        self.note = QLabel("")                 # late messages, a stopped folder (ControlNode.note())
+        self.note.setObjectName("controlNote")
+        self.note.setWordWrap(True)
+        self.note.setVisible(False)
 
         seed_box = QGroupBox("Seeding")
         form = QFormLayout(seed_box)
@@ -98,6 +103,7 @@ class ControlView(QWidget):
         lay.addWidget(sup_box)
         lay.addWidget(self.chart, 1)
         lay.addLayout(due_row)
+        lay.addWidget(self.note)
         lay.addWidget(seed_box)
         self._updating = False
 
@@ -120,6 +126,8 @@ class ControlView(QWidget):
             self.effective.style().polish(self.effective)
             self.chart.set_archives(c.archives)
             self.due.setText(due_text(c.next_archive_at, self.clock()))
+            self.note.setText(c.waiting_reason or "")
+            self.note.setVisible(bool(c.waiting_reason))
             self.archive_btn.setEnabled(c.support == ArchiveSupport.ON)
             self.seed_state.setText(SEEDING_SENTENCE.get(c.seeding, str(c.seeding)))
             self.peers.setText(str(c.peers))

@@ -56,7 +56,7 @@ def test_magnet_to_history(tmp_path):
     key = tmp_path / "k.json"
     gen.community.save(key)
     chats = [c.chat_id for c in gen.channels]
-    clock = FakeClock(START + weeks * WEEK + 60)
+    clock = FakeClock(START + weeks * WEEK + 3600 + 60)   # every whole window has closed, plus the grace period
     hub = LocalHub()
     tc = TorrentService(TorrentSettings.loopback(), tmp_path / "cs").start()
     tm = TorrentService(TorrentSettings.loopback(), tmp_path / "ms").start()

@@ -69,11 +69,13 @@ def pair(tmp_path):
 
 def start_control(pair: Pair) -> None:
     """The control node runs from the first message on: live traffic reaches its store over the relay; six
-    weeks later its schedule has archived everything and it has announced the magnet link."""
+    weeks later (plus the one-hour grace period and a little: the first window starts at the oldest message, a few
+    minutes after HISTORY_START) its schedule has archived everything in six whole windows and it has announced
+    the magnet link."""
     cid = pair.control_cfg.community_id
     pair.control.add_community(pair.control_cfg).result(60)
     for m in pair.sent:
         pair.hub.publish(m.content_topic, m.envelope, m.timestamp_ns)
     pair.control.submit(cid, lambda: None).result(60)  # the queue has stored every message
-    pair.clock.set(HISTORY_START + 6 * WEEK + 3600)
+    pair.clock.set(HISTORY_START + 6 * WEEK + 2 * 3600)
     pair.control.tick_all()[0].result(120)

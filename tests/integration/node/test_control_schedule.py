@@ -15,11 +15,11 @@ def test_weekly_tick_builds_only_when_due(pair):
     node = pair.control.nodes[cid]
     n = len(_folder(pair).entries)
     due = node.next_archive_due()
-    assert due == _folder(pair).last_end + WEEK
+    assert due == _folder(pair).last_end + WEEK + node.grace      # the window closes, then the grace period
     pair.clock.set(due - 1)
     assert pair.control.tick_all()[0].result(30) is None
     assert len(_folder(pair).entries) == n
-    later = [m for m in pair.gen.messages(50, start=int(pair.clock.now()) - 3600, span=3000)]
+    later = [m for m in pair.gen.messages(50, start=due - node.grace - WEEK + 60, span=3000)]
     for m in later:
         pair.hub.publish(m.content_topic, m.envelope, m.timestamp_ns)
     pair.clock.set(due)
@@ -47,10 +47,12 @@ def test_offline_for_30_days_catches_up_in_order_and_announces_once(pair, tmp_pa
     restarted.add_community(pair.control_cfg).result(120)
     f = _folder(pair)
     new = [(aid, e) for aid, e in f.ordered() if aid not in before]
-    assert len(new) == 5                      # four full weeks and the partial fifth up to "now"
+    assert len(new) == 4                      # the four whole weeks; the partial fifth waits for its week to end
     starts = [e.start for _, e in new]
-    assert starts == sorted(starts) and starts[0] == last_end and new[-1][1].end == int(pair.clock.now())
-    assert sum(len(f.read_archive(a).messages) for a, _ in new) == len(away)
+    assert starts == [last_end + k * WEEK for k in range(4)] and new[-1][1].end == last_end + 4 * WEEK
+    assert sum(len(f.read_archive(a).messages) for a, _ in new) == \
+        sum(1 for m in away if m.timestamp_ns // 10 ** 9 < last_end + 4 * WEEK)
+    assert restarted.nodes[cid].next_archive_due() == last_end + 5 * WEEK + restarted.nodes[cid].grace
     link_topics = {__import__("core.status.topics", fromlist=["x"]).content_topic(c)
                    for c in pair.control_cfg.announce_chat_ids()}
     assert len([t for t in announced if t in link_topics]) == len(link_topics)  # once, on each channel

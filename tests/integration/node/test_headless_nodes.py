@@ -89,7 +89,8 @@ def test_two_headless_nodes_side_by_side(tmp_path, nodes):
     cdir.mkdir()
     keyfile = tmp_path / "community.key"
     gen.community.save(keyfile)
-    store = write_store(cdir / "messages.sqlite", 600, generator=gen, start=now - 3 * WEEK - 600, span=3 * WEEK)
+    # history ending two hours ago: its three 7-day windows have closed, plus the one-hour grace period
+    store = write_store(cdir / "messages.sqlite", 600, generator=gen, start=now - 3 * WEEK - 2 * 3600, span=3 * WEEK)
     # the control node builds on Spark, as a real node does by default
     control = NodeProcess(_config(tmp_path / "c.toml", cdir, "control", gen, keyfile, spark=True))
     nodes.append(control)
@@ -107,7 +108,7 @@ def test_two_headless_nodes_side_by_side(tmp_path, nodes):
     try:
         assert h.count(gen.community_id) == 600
         texts = {r["text"] for r in h.messages(gen.community_id, limit=1000)}
-        assert texts == {m.text for m in gen.messages(600, start=now - 3 * WEEK - 600, span=3 * WEEK)}
+        assert texts == {m.text for m in gen.messages(600, start=now - 3 * WEEK - 2 * 3600, span=3 * WEEK)}
     finally:
         h.close()
 
@@ -122,7 +123,7 @@ def test_member_killed_mid_way_completes_after_restart(tmp_path, nodes, kill_on)
     keyfile = tmp_path / "community.key"
     gen.community.save(keyfile)
     count = 6000
-    write_store(cdir / "messages.sqlite", count, generator=gen, start=now - 8 * WEEK - 600, span=8 * WEEK)
+    write_store(cdir / "messages.sqlite", count, generator=gen, start=now - 8 * WEEK - 2 * 3600, span=8 * WEEK)
     control = NodeProcess(_config(tmp_path / "c.toml", cdir, "control", gen, keyfile))
     nodes.append(control)
     control.wait_for("community.historyArchivesSeeding")

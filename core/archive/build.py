@@ -1,6 +1,10 @@
 """The single-process reference build path: message store -> archives appended -> index -> torrent.
 
-The Spark pipeline (core/pipeline) must produce exactly the same bytes; tests compare the two.
+The Spark pipeline (core/pipeline) must produce exactly the same bytes; tests compare the two. Both open the folder
+through ArchiveFolder, which checks the index before trusting it (CorruptFolder, or an index rebuilt from data:
+`BuildResult.rebuilt_index`). Disk faults surface as one ArchiveError (`disk-full`, `read-only`, `io-error`)
+naming the file; a failed append leaves data and index as they were, and a failed torrent write leaves no torrent
+that disagrees with them (the next build or start-up writes it).
 """
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from typing import Callable, Iterable, Sequence
 from core.archive import codec
 from core.archive.constants import PARTITION_SECONDS, PIECE_LENGTH
 from core.archive.errors import ArchiveError
-from core.archive.folder import ArchiveFolder, IndexCodec, NewArchive, atomic_write
+from core.archive.diskio import atomic_write, discard, disk_error, tmp_path_of
+from core.archive.folder import ArchiveFolder, IndexCodec, NewArchive
 from core.archive.partition import chunk_messages, partitions
 from core.archive.torrent import build_metainfo, parse_metainfo
 from core.storage import waku_messages
@@ -41,6 +46,7 @@ class BuildResult:
     torrent_path: str | None
     data_bytes: int
     messages: int
+    rebuilt_index: str | None = None   # set when opening the folder had to rebuild a damaged index from data
 
     def to_json(self) -> dict:
         return self.__dict__.copy()
@@ -79,14 +85,38 @@ def encode_windows(windows: Iterable[tuple[int, int]], topics: Sequence[bytes],
 
 def write_torrent(folder: ArchiveFolder, community_id: str, torrent_dir: Path | str,
                   trackers: Sequence[str]) -> tuple[str, str, Path]:
-    """(Re)write the .torrent atomically; returns (infohash, magnet, path)."""
+    """(Re)write the .torrent atomically; returns (infohash, magnet, path).
+
+    On an I/O error a torrent that no longer describes `data || index` is removed rather than left to be seeded,
+    and the error names the file; the next build or `recover_community` writes it."""
     tdir = Path(torrent_dir)
-    tdir.mkdir(parents=True, exist_ok=True)
-    raw = build_metainfo(folder.path, community_id, trackers)
     path = torrent_path(tdir, community_id)
-    atomic_write(path, raw)
+    try:
+        tdir.mkdir(parents=True, exist_ok=True)
+        raw = build_metainfo(folder.path, community_id, trackers)
+    except OSError as e:
+        raise disk_error(e, getattr(e, "filename", None) or path, "making the torrent for", "data and index are "
+                         "saved; the torrent was not changed") from None
+    try:
+        if not (path.exists() and path.read_bytes() == raw):
+            atomic_write(path, raw)
+    except OSError as e:
+        stale = _drop_stale_torrent(path, raw)
+        raise disk_error(e, path, "writing the torrent", "data and index are saved and agree; " + (
+            "the old torrent no longer matched them and was removed" if stale else "no torrent was changed") +
+            "; the next build or start-up writes it") from None
     mi = parse_metainfo(raw, expected_name=community_id)
     return mi.infohash, mi.magnet(), path
+
+
+def _drop_stale_torrent(path: Path, want: bytes) -> bool:
+    try:
+        if path.exists() and path.read_bytes() != want:
+            path.unlink()
+            return True
+    except OSError:
+        pass
+    return False
 
 
 DISK_MARGIN = 16 * 1024 * 1024
@@ -135,22 +165,24 @@ def finish_build(folder: ArchiveFolder, community_id: str, torrent_dir: Path | s
     archives = [{"id": aid, "from": folder.entries[aid].start, "to": folder.entries[aid].end,
                  "offset": folder.entries[aid].offset, "size": folder.entries[aid].size,
                  "padding": folder.entries[aid].padding} for aid in new_ids]
-    return BuildResult(community_id, new_ids, archives, infohash, magnet, tpath, folder.described_length, messages)
+    return BuildResult(community_id, new_ids, archives, infohash, magnet, tpath, folder.described_length, messages,
+                       folder.rebuilt_index)
 
 
 def recover_community(data_dir: Path | str, torrent_dir: Path | str, community_id: str,
                       trackers: Sequence[str] = (), index_codec: IndexCodec | None = None
                       ) -> tuple[ArchiveFolder, bool]:
-    """After a crash: cut an interrupted append off `data` and make the torrent agree with `data || index`.
+    """After a crash: check the index, cut an interrupted append off `data` (or rebuild a damaged index from
+    data; `folder.rebuilt_index` says why) and make the torrent agree with `data || index`.
+    Raises CorruptFolder (an ArchiveError with `.code`, one line) when the folder cannot be trusted.
 
     Returns (folder, torrent_rewritten)."""
     folder = ArchiveFolder(community_folder(data_dir, community_id), create=True, index_codec=index_codec)
     tpath = torrent_path(torrent_dir, community_id)
+    if tmp_path_of(tpath).exists():
+        discard(tmp_path_of(tpath))  # left by a crash inside an atomic write
     if not folder.entries:
         return folder, False
-    want = build_metainfo(folder.path, community_id, trackers)
-    if tpath.exists() and tpath.read_bytes() == want:
-        return folder, False
-    Path(torrent_dir).mkdir(parents=True, exist_ok=True)
-    atomic_write(tpath, want)
-    return folder, True
+    before = tpath.read_bytes() if tpath.exists() else None
+    _, _, path = write_torrent(folder, community_id, torrent_dir, trackers)
+    return folder, path.read_bytes() != before

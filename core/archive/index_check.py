@@ -8,6 +8,9 @@ passes when it has no finding of severity "error":
 - each window is from < to; each size is a positive multiple of the piece length; padding <= size;
 - each offset sits on a piece boundary; entries neither overlap nor leave gaps (data is append-only and packed);
 - with `data_len`: every archive lies inside `data`.
+
+`check_replacement` is the rule for putting a new index (rebuilt from `data`) in place of one that failed these
+checks or left part of `data` unexplained.
 """
 from __future__ import annotations
 
@@ -57,7 +60,10 @@ def check_entries(entries: Mapping[str, IndexEntry], data_len: int | None = None
             add("offset-gap", f"offset {e.offset} leaves a gap after {expected}", aid)
         expected = max(expected, e.offset + e.size)
     if data_len is not None:
-        if data_len < expected:
+        if data_len and not entries:
+            add("index-empty", f"the index lists no archive but data holds {data_len} bytes: an empty index never "
+                "describes a non-empty data file (damaged or replaced index)")
+        elif data_len < expected:
             add("index-past-data", f"index describes {expected} bytes but data holds {data_len}")
         elif data_len > expected:
             add("data-trailing", f"data has {data_len - expected} bytes past the last indexed archive "
@@ -68,3 +74,49 @@ def check_entries(entries: Mapping[str, IndexEntry], data_len: int | None = None
 def described_length(entries: Mapping[str, IndexEntry]) -> int:
     """Bytes of `data` the index accounts for."""
     return max((e.offset + e.size for e in entries.values()), default=0)
+
+
+def check_replacement(old: Mapping[str, IndexEntry], new: Mapping[str, IndexEntry], data_len: int) -> list[Finding]:
+    """Why `new` may not replace `old` as the index of a `data` file of `data_len` bytes (empty: it may).
+
+    `new` must pass `check_entries` and account for every byte of `data`; and every entry of `old` that is
+    credible (its key is the Keccak-256 of the entry, so it was written on purpose, not garbled) must be in `new`
+    unchanged: otherwise `old` names an archive that `data` does not hold where it says, and replacing it would
+    hide that."""
+    out = errors(check_entries(new, data_len))
+    if described_length(new) != data_len:
+        out.append(Finding("index-incomplete", f"the new index covers {described_length(new)} of the "
+                           f"{data_len} bytes of data"))
+    for aid, e in codec.sorted_entries(old):
+        if aid == e.archive_id and new.get(aid) != e:
+            out.append(Finding("archive-not-in-data", f"the index names archive {aid} at offset {e.offset} "
+                               f"({e.size} bytes) but data does not hold it there", aid))
+    return out
+
+
+MAX_ARCHIVE_BYTES = 64 * 1024 * 1024   # one archive's bytes in `data`: 30 MB of payloads plus framing fits easily
+
+
+def plan_reads(entries: Mapping[str, IndexEntry], data_len: int) -> list[tuple[str, IndexEntry, str | None]]:
+    """(archive ID, entry, skip) in `data` order, where `skip` is None when data[offset : offset + size] may be
+    read, else the finding code that forbids reading it (decided before any seek or read).
+
+    An archive is not read when its padding exceeds its size, when it runs past the end of `data`, when it is
+    larger than any archive can be, or when it overlaps an earlier archive: so reading every archive of any index,
+    however hostile, reads each byte of `data` at most once."""
+    out: list[tuple[str, IndexEntry, str | None]] = []
+    append = out.append
+    end = 0
+    for aid, e in codec.sorted_entries(entries):
+        if e.padding > e.size:
+            append((aid, e, "padding-exceeds-size"))
+        elif e.offset + e.size > data_len:
+            append((aid, e, "index-past-data"))
+        elif e.size > MAX_ARCHIVE_BYTES:
+            append((aid, e, "size-absurd"))
+        elif e.offset < end:
+            append((aid, e, "offset-overlap"))
+        else:
+            end = e.offset + e.size
+            append((aid, e, None))
+    return out

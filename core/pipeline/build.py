@@ -2,8 +2,10 @@
 
 The driver then hands the ordered archive bytes to the same writer as the reference path
 (core.archive.folder.ArchiveFolder.append, then core.archive.build.finish_build), so data, index and torrent are
-byte-identical to core.archive.build.build_archives. Nothing is written until Spark has produced every archive:
-a cancelled or failed job leaves the folder exactly as it was.
+byte-identical to core.archive.build.build_archives. The folder is opened by the same ArchiveFolder, so the index
+is checked before it is trusted (a damaged index is rebuilt from data or refused with CorruptFolder, never used to
+cut data). Nothing is written until Spark has produced every archive: a cancelled or failed job, or a disk fault
+while appending, leaves the folder exactly as it was.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Callable, Iterator, Sequence
 
 from core.archive.build import ArchiveTransform, BuildResult, community_folder, finish_build, plan_build
 from core.archive.constants import MAX_ARCHIVE_PAYLOAD, PARTITION_SECONDS
+from core.archive.diskio import disk_error
 from core.archive.errors import ArchiveError
 from core.archive.folder import ArchiveFolder, NewArchive
 from core.pipeline.session import SparkJob, SparkOwner
@@ -110,7 +113,10 @@ def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: st
         con.close()
     windows = plan_build(folder, oldest, end, start, interval).windows
     spool = Path(data_dir) / f".spark-spool-{community_id}-{uuid.uuid4().hex[:12]}"
-    spool.mkdir()
+    try:
+        spool.mkdir()
+    except OSError as e:
+        raise disk_error(e, spool, "creating the spool folder", "nothing was written") from None
     try:
         produced = encode_on_spark(spark, db_path, topics, windows, cap=cap, transform=transform, hold=hold,
                                    plan=plan, spool_dir=spool.resolve())

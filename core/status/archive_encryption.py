@@ -323,6 +323,8 @@ def transform_from_cli(key_hex: str, community_id: str) -> Callable[[bytes], byt
 
 
 def index_codec(store: GroupKeyStore, group_id: bytes):
-    """The IndexCodec of an encrypted community: the index is wrapped like an archive (status-go does too)."""
+    """The IndexCodec of an encrypted community: the index is wrapped like an archive (status-go does too), and
+    `open_archive` lets a damaged index be rebuilt from the (encrypted) archives in `data`."""
     from core.archive.folder import IndexCodec
-    return IndexCodec(HashRatchetEncryptor(store, group_id), lambda raw: open_index_bytes(raw, store))
+    return IndexCodec(HashRatchetEncryptor(store, group_id), lambda raw: open_index_bytes(raw, store),
+                      open_archive=lambda raw: open_archive_bytes(raw, store))

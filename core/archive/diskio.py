@@ -1,0 +1,113 @@
+"""The writes of an archive folder and its torrent, through one seam.
+
+Every write, fsync, rename and truncation of `core.archive.folder` and of the build goes through `disk` (a DiskIO),
+looked up at call time: tests swap it for one that raises ENOSPC, EIO or EROFS at a chosen step (the process runs
+as root in CI, so permissions cannot make a folder read-only). `disk_error` turns the OSError into the one-line
+ArchiveError people see.
+"""
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+from core.archive.errors import ArchiveError
+
+
+class DiskIO:
+    """The real file system."""
+
+    def open(self, path: Path, mode: str) -> BinaryIO:
+        return open(path, mode)
+
+    def write(self, f: BinaryIO, data: bytes) -> None:
+        f.write(data)
+
+    def fsync(self, f: BinaryIO) -> None:
+        f.flush()
+        os.fsync(f.fileno())
+
+    def replace(self, src: Path, dst: Path) -> None:
+        os.replace(src, dst)
+
+    def unlink(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+
+    def truncate(self, path: Path, size: int) -> None:
+        with open(path, "r+b") as f:
+            f.truncate(size)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def fsync_dir(self, path: Path) -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+disk = DiskIO()
+
+
+def fsync_dir(path: Path) -> None:
+    disk.fsync_dir(Path(path))
+
+
+def tmp_path_of(path: Path) -> Path:
+    return path.with_name(path.name + ".tmp")
+
+
+def write_tmp(path: Path, data: bytes) -> Path:
+    """Write `data` to `<path>.tmp` and fsync it; on failure remove the tmp file and re-raise."""
+    tmp = tmp_path_of(path)
+    try:
+        with disk.open(tmp, "wb") as f:
+            disk.write(f, data)
+            disk.fsync(f)
+    except BaseException:
+        discard(tmp)
+        raise
+    return tmp
+
+
+def commit_tmp(tmp: Path, path: Path) -> None:
+    """Rename a fsynced tmp file over `path` (atomic), then fsync the folder so the rename is durable."""
+    try:
+        disk.replace(tmp, path)
+    except BaseException:
+        discard(tmp)
+        raise
+    disk.fsync_dir(path.parent)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new file, never a mix, and a
+    failure leaves the old file and no tmp file. Raises OSError (callers name the step)."""
+    path = Path(path)
+    commit_tmp(write_tmp(path, data), path)
+
+
+def discard(path: Path) -> None:
+    """Best-effort removal (clean-up on an error path: the original error is what the caller reports)."""
+    try:
+        disk.unlink(path)
+    except OSError:
+        pass
+
+
+_CODES = {errno.ENOSPC: "disk-full", errno.EDQUOT: "disk-full", errno.EFBIG: "disk-full",
+          errno.EROFS: "read-only", errno.EACCES: "read-only", errno.EPERM: "read-only"}
+_WHAT = {"disk-full": "disk full", "read-only": "not writable (read-only)", "io-error": "I/O error"}
+
+
+def disk_error(e: OSError, path: Path | str, doing: str, outcome: str) -> ArchiveError:
+    """One line: what failed, where (the file the OS names, else `path`), and the state it left (`outcome`)."""
+    path = e.filename or path
+    code = _CODES.get(e.errno, "io-error")
+    reason = (e.strerror or str(e) or type(e).__name__).replace("\n", " ")
+    err = ArchiveError(f"{_WHAT[code]} while {doing} {path} ({reason}); {outcome}", code=code)
+    err.errno = e.errno
+    err.path = str(path)
+    return err

@@ -312,7 +312,8 @@ class FetchJob:
         self.done.set()
 
     def _fail(self, code: str, message: str, remove: bool = True) -> "FetchJob":
-        log.warning("download %s: %s", self.infohash or self.magnet[:60], message)
+        # the job's state carries the failure to whoever shows it (CLI line, GUI, node event): logged, not printed
+        log.info("download %s failed: %s: %s", self.infohash or self.magnet[:60], code, message)
         self.code, self.message = code, message
         if remove:
             self.service.remove_torrent(self.handle, self)

@@ -37,3 +37,24 @@ def test_fetch_usage_errors(tmp_path):
     out = subprocess.run([sys.executable, "-m", "core.cli", "fetch", "not-a-magnet", "--local",
                           "--data-dir", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 1 and "bad-magnet" in out.stderr
+
+
+def test_fetch_write_failure_is_one_clear_line_and_the_next_run_resumes(services, community, tmp_path):
+    """The kernel refuses to grow the member's `data` past 1 MB (RLIMIT_FSIZE: what a full disk does to a write):
+    `archivist fetch` stops with exit 1 and one line naming the fault, no traceback; run again without the limit,
+    it completes and the folder is byte-identical to the seeder's."""
+    import resource
+    seeder = services("seeder")
+    seeder.seed(community.community_id, community.data_dir, community.raw)
+    assert (community.folder / "data").stat().st_size > 3_000_000
+    args = [sys.executable, "-m", "core.cli", "fetch", community.magnet, "--all", "--local",
+            "--peer", f"127.0.0.1:{seeder.listen_port}", "--data-dir", str(tmp_path / "m"), "--timeout", "60"]
+    out = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=90,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000)))
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "file" in out.stderr.lower(), out.stderr
+    out = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=90)
+    assert out.returncode == 0, out.stderr
+    got = tmp_path / "m" / community.community_id
+    assert (got / "data").read_bytes() == (community.folder / "data").read_bytes()
+    assert (got / "index").read_bytes() == (community.folder / "index").read_bytes()

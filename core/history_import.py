@@ -18,7 +18,7 @@ The rules:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from core.archive import codec
@@ -36,6 +36,22 @@ class WindowImport:
     start: int
     end: int
     archive_ids: tuple[str, ...]       # in `data` order
+
+
+@dataclass
+class ImportResult:
+    """What one import did (the member node's, `archivist import`'s and the Spark job's report)."""
+
+    community_id: str
+    chosen: int = 0                    # archives the selection picked (whole windows)
+    already_imported: int = 0          # of those, imported by an earlier run: skipped
+    imported_archive_ids: list[str] = field(default_factory=list)
+    windows: int = 0
+    messages: int = 0
+    failed: dict[str, str] = field(default_factory=dict)     # archive ID -> "code: reason"
+
+    def to_json(self) -> dict:
+        return self.__dict__.copy()
 
 
 def window_of(e: IndexEntry) -> tuple[int, int]:

@@ -10,27 +10,13 @@ from __future__ import annotations
 import re
 import sqlite3
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.archive.errors import ArchiveError
+from core.history_import import ImportResult
 from core.storage.history import HistoryWriteError
 
 COMMUNITY_ID = re.compile(r"^0x[0-9a-f]{66}$")
-
-
-@dataclass
-class ImportReport:
-    community_id: str
-    chosen: int = 0
-    already_imported: int = 0
-    imported_archive_ids: list[str] = field(default_factory=list)
-    windows: int = 0
-    messages: int = 0
-    failed: dict[str, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return self.__dict__.copy()
 
 
 class ImportUsageError(Exception):
@@ -74,9 +60,9 @@ def open_folder_index(folder: Path, store=None):
 
 
 def import_folder(folder: Path | str, history_db: Path | str, community_id: str, selection, *, keys=(),
-                  progress=None) -> ImportReport:
+                  progress=None) -> ImportResult:
     """Import the archives `selection` picks from `folder` into `history_db`, one window per transaction."""
-    from core.history_import import plan_import
+    from core.history_import import ImportResult, plan_import
     from core.node.hydrate import reference_hydrator
     from core.status.archive_encryption import open_archive_bytes
     from core.storage.member_history import MemberHistory
@@ -88,7 +74,7 @@ def import_folder(folder: Path | str, history_db: Path | str, community_id: str,
     try:
         done = history.imported_archive_ids(community_id)
         plan = plan_import(index, chosen, done)
-        rep = ImportReport(community_id, chosen=len(chosen), already_imported=sum(1 for a in chosen if a in done))
+        rep = ImportResult(community_id, chosen=len(chosen), already_imported=sum(1 for a in chosen if a in done))
         hydrate = reference_hydrator(history, unwrap=lambda raw: open_archive_bytes(raw, store))
         for i, w in enumerate(plan):
             if progress is not None:

@@ -8,7 +8,6 @@ imported, is core.history_import.plan_import's decision, as for the member node.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -16,7 +15,7 @@ from core.archive import codec
 from core.archive.codec import IndexEntry
 from core.archive.constants import DATA_FILE, INDEX_FILE
 from core.archive.errors import ArchiveError
-from core.history_import import WindowImport, plan_import, read_archive_rows
+from core.history_import import ImportResult, WindowImport, plan_import, read_archive_rows
 from core.pipeline.session import SparkJob, SparkOwner
 from core.pipeline.unwrap import Unwrapper, default_unwrap
 from core.storage import history
@@ -33,18 +32,6 @@ class HydrateError(ArchiveError):
         self.failed = failed
 
 
-@dataclass
-class HydrateResult:
-    community_id: str
-    imported_archive_ids: list[str] = field(default_factory=list)
-    windows: int = 0
-    messages: int = 0
-    failed: dict[str, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return self.__dict__.copy()
-
-
 def decode_entries(entries: Iterable[tuple], data_path: str, community_id: str, unwrap: Unwrapper,
                    open_archive=None):
     """Executor side: for each (archive_id, offset, size, padding, start, end) yield (archive_id, error, rows)."""
@@ -59,7 +46,7 @@ def decode_entries(entries: Iterable[tuple], data_path: str, community_id: str, 
 
 def hydrate_job(spark, job: SparkJob | None, folder: Path | str, community_id: str, history_db: Path | str, *,
                 archive_ids: Sequence[str] | None = None, selection=None, unwrap: Unwrapper = default_unwrap,
-                open_archive=None, open_index=None, fault_after_windows: int | None = None) -> HydrateResult:
+                open_archive=None, open_index=None, fault_after_windows: int | None = None) -> ImportResult:
     """Import the chosen archives of a downloaded folder into `history_db`: `archive_ids`, else those `selection`
     (a core.torrent.selection.Selection) picks, else all; always whole windows, skipping what is imported.
 
@@ -76,10 +63,11 @@ def hydrate_job(spark, job: SparkJob | None, folder: Path | str, community_id: s
     con = history.connect(history_db)
     try:
         try:
-            plan = plan_import(index, chosen, history.imported_archive_ids(con, community_id))
+            done = history.imported_archive_ids(con, community_id)
+            plan = plan_import(index, chosen, done)
         except ArchiveError as e:
             raise HydrateError(str(e), failed={e.archive_id: "not in index"}, code=e.code) from None
-        result = HydrateResult(community_id)
+        result = ImportResult(community_id, chosen=len(chosen), already_imported=sum(1 for a in chosen if a in done))
         if not plan:
             return result
         window_of = {a: w for w in plan for a in w.archive_ids}

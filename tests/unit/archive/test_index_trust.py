@@ -233,12 +233,17 @@ def test_restored_older_index_never_cuts_announced_archives(two_builds):
     assert (folder / "index.prev").read_bytes() == first["index"]
 
 
-def test_restored_older_index_of_encrypted_community_is_rebuilt_only_with_its_key(tmp_path, community):
-    s, topics = community
+def encrypted_codec(s):
+    """(key store, group ID, index codec) of an encrypted community with one group key."""
     gid = community_id_bytes(s.community_id)
     store = GroupKeyStore()
     store.add(GroupKey(gid, bytes(range(32)), 1_700_000_000_000))
-    ic = index_codec(store, gid)
+    return store, gid, index_codec(store, gid)
+
+
+def test_restored_older_index_of_encrypted_community_is_rebuilt_only_with_its_key(tmp_path, community):
+    s, topics = community
+    store, gid, ic = encrypted_codec(s)
     kw = dict(transform=HashRatchetEncryptor(store, gid), index_codec=ic)
     build_archives(s.path, s.community_id, topics, tmp_path / "d", tmp_path / "t", end=s.start + 15 * 86400, **kw)
     build_archives(s.path, s.community_id, topics, tmp_path / "d", tmp_path / "t", end=s.end, **kw)
@@ -348,10 +353,7 @@ def test_stale_pending_marker_never_proves_a_cut(two_builds):
 # -- encrypted communities ----------------------------------------------------------------------------------
 def test_encrypted_empty_index_refused_without_key_rebuilt_with_it(tmp_path, community):
     s, topics = community
-    gid = community_id_bytes(s.community_id)
-    store = GroupKeyStore()
-    store.add(GroupKey(gid, bytes(range(32)), 1_700_000_000_000))
-    ic = index_codec(store, gid)
+    store, gid, ic = encrypted_codec(s)
     build_archives(s.path, s.community_id, topics, tmp_path / "d", tmp_path / "t", end=s.end,
                    transform=HashRatchetEncryptor(store, gid), index_codec=ic)
     folder = tmp_path / "d" / s.community_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 def cmd_gui(a) -> int:
     from gui.app import run_gui
-    return run_gui(demo=False)
+    return run_gui(demo=False, config=a.config)
 
 
 def cmd_demo(a) -> int:
@@ -14,6 +14,10 @@ def cmd_demo(a) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("gui", help="the desktop window (default)")
+    p.add_argument("--config", metavar="FILE", default=None,
+                   help="the node's TOML config (default: $ARCHIVIST_CONFIG, else archivist.toml in the data "
+                        "directory); when it does not exist the window starts with the first-run screen, which "
+                        "writes it")
     p.set_defaults(func=cmd_gui)
     p = sub.add_parser("demo", help="the window with a sample community on 127.0.0.1 (headless without a display)")
     p.add_argument("--headless", action="store_true", help="print the flow instead of opening the window")

@@ -46,9 +46,9 @@ def make_app(argv: list[str] | None = None):
     return app
 
 
-def create_window(engine: Any = None, folder: Path | None = None):
+def create_window(engine: Any = None, folder: Path | None = None, settings=None):
     from gui.main_window import MainWindow
-    w = MainWindow(engine=engine)
+    w = MainWindow(engine=engine, settings=settings)
     w.enable_magnet_fetch()
     if folder is not None:
         w.open_path(folder)
@@ -83,18 +83,26 @@ def warm_spark(window, master: str | None = None) -> None:
                    on_error=lambda e: window.log.add("archivist.sparkFailed", None, {"error": str(e)}))
 
 
-def node_config_path(settings) -> Path | None:
-    """The node's TOML config: $ARCHIVIST_CONFIG, else `archivist.toml` in the data directory (Settings)."""
+def fixed_config_path(config: Path | str | None = None) -> Path | None:
+    """A config path fixed from outside (`archivist gui --config`, else $ARCHIVIST_CONFIG), or None."""
+    if config:
+        return Path(config).expanduser().absolute()
     env = os.environ.get("ARCHIVIST_CONFIG")
-    if env:
-        return Path(env)
+    return Path(env).expanduser().absolute() if env else None
+
+
+def node_config_target(settings, config: Path | str | None = None) -> Path:
+    """Where the node's TOML config is: the fixed path, else `archivist.toml` in the data directory (Settings;
+    empty there means platformdirs' user data directory, which follows $XDG_DATA_HOME)."""
+    fixed = fixed_config_path(config)
+    if fixed is not None:
+        return fixed
     from gui.views.settings import load
     data_dir = load(settings)["data_dir"]
     if not data_dir:
         from core.node.config import default_data_dir
         data_dir = default_data_dir()
-    p = Path(data_dir) / "archivist.toml"
-    return p if p.exists() else None
+    return Path(data_dir) / "archivist.toml"
 
 
 def start_node_in_background(window, config: Path) -> None:
@@ -105,12 +113,16 @@ def start_node_in_background(window, config: Path) -> None:
         from core.node.runner import start_node
         node = start_node(load(config), communities=False)
         window.running_node = node           # stopped in MainWindow.closeEvent
+        if node.settings.spark_build and window.spark_owner is None:
+            from core.pipeline.session import default_owner
+            window.spark_owner = default_owner()   # the builder's owner thread: closed with the window
         return node
 
     def attach(node) -> None:
         window.attach_engine(node.engine, history=lambda cid, chat, limit, offset: node.history.messages(
             cid, chat_id=chat, limit=limit, offset=offset))
         window.ops.run(lambda ctx: node.start_communities(), label="start communities",
+                       on_done=lambda _r: window.refresh(),   # a quiet member emits no event to refresh on
                        on_error=lambda e: window.log.add("archivist.startFailed", None, {"error": str(e)}))
     window.log.add("archivist.nodeStarting", None, {"config": str(config)})
     window.ops.run(work, on_done=attach, label="start node",
@@ -152,34 +164,81 @@ def start_demo(owner, member, root: Path):
     return nodes
 
 
-def run_gui(demo: bool = False, folder: Path | None = None, engine: Any = None) -> int:
+def open_main(settings=None, *, engine: Any = None, folder: Path | None = None, config: Path | None = None,
+              spark: bool = True):
+    """Show the main window; start the node of `config` and the Spark warm-up (Settings, $ARCHIVIST_NO_SPARK)
+    on worker threads."""
+    from gui.views.settings import load
+    w = create_window(engine=engine, folder=folder, settings=settings)
+    w.show()
+    print(f"archivist: window visible after {time.perf_counter() - T0:.2f} s", file=sys.stderr)
+    if config is not None:
+        start_node_in_background(w, config)
+    if spark and load(w.settings)["spark_warmup"] and os.environ.get("ARCHIVIST_NO_SPARK") != "1":
+        warm_spark(w, load(w.settings)["spark_master"] or None)
+    return w
+
+
+def open_start_window(settings=None, *, config: Path | str | None = None):
+    """What `archivist gui` shows first: the main window running the configured node, or, when the config file
+    does not exist, the welcome screen (gui/views/welcome.py), which writes it and then hands over to the main
+    window (or opens the Inspector with no node). Returns the window shown."""
+    from PySide6.QtCore import QSettings
+    settings = settings if settings is not None else QSettings("Archivist", "Archivist")
+    target = node_config_target(settings, config)
+    if target.exists():
+        return open_main(settings, config=target)
+    from gui.main_window import TAB_INSPECTOR
+    from gui.views.welcome import WelcomeWindow
+    welcome = WelcomeWindow(settings, fixed_config_path(config))
+
+    def created(path: Path) -> None:
+        welcome.main_window = open_main(settings, config=path)
+        welcome.close()
+
+    def inspect() -> None:
+        w = welcome.main_window = open_main(settings, spark=False)
+        w.tabs.setCurrentIndex(TAB_INSPECTOR)
+        w.inspector.source.setFocus()
+        welcome.close()
+    welcome.config_written.connect(created)
+    welcome.inspect_requested.connect(inspect)
+    welcome.show()
+    # the same words as the main window's line: installer/smoke.sh waits for "window visible after"
+    print(f"archivist: window visible after {time.perf_counter() - T0:.2f} s (first run: welcome screen)",
+          file=sys.stderr)
+    return welcome
+
+
+def run_gui(demo: bool = False, folder: Path | None = None, engine: Any = None, config: Path | None = None) -> int:
     from PySide6.QtCore import QSettings
     from gui.main_window import MainWindow
     app = make_app()
-    w = create_window(engine=engine, folder=folder) if not demo else MainWindow(
-        settings=QSettings("Archivist", "ArchivistDemoOwner"))
+    if not demo:
+        if engine is not None:
+            first = open_main(engine=engine, folder=folder)
+        elif folder is not None:           # a folder to inspect; the configured node (if any) runs as well
+            target = node_config_target(QSettings("Archivist", "Archivist"), config)
+            first = open_main(folder=folder, config=target if target.exists() else None)
+        else:
+            first = open_start_window(config=config)
+        return app.exec()       # `first` keeps the window (and the one the welcome opens) alive until then
+    w = MainWindow(settings=QSettings("Archivist", "ArchivistDemoOwner"))
     w.show()
     print(f"archivist: window visible after {time.perf_counter() - T0:.2f} s", file=sys.stderr)
     from gui.views.settings import load
-    config = node_config_path(w.settings) if not demo and engine is None else None
-    if config is not None:
-        start_node_in_background(w, config)
     if load(w.settings)["spark_warmup"] and os.environ.get("ARCHIVIST_NO_SPARK") != "1":
         warm_spark(w, load(w.settings)["spark_master"] or None)
-    nodes = tmp = None
-    if demo:
-        w.setWindowTitle("Archivist — owner (demo)")
-        m = MainWindow(settings=QSettings("Archivist", "ArchivistDemoMember"))
-        m.setWindowTitle("Archivist — member (demo)")
-        m.show()
-        m.move(w.x() + 60, w.y() + 60)
-        tmp = tempfile.TemporaryDirectory(prefix="archivist-demo-")
-        nodes = start_demo(w, m, Path(tmp.name))
-        app.aboutToQuit.connect(lambda: (m.close(), w.close()))
+    w.setWindowTitle("Archivist — owner (demo)")
+    m = MainWindow(settings=QSettings("Archivist", "ArchivistDemoMember"))
+    m.setWindowTitle("Archivist — member (demo)")
+    m.show()
+    m.move(w.x() + 60, w.y() + 60)
+    tmp = tempfile.TemporaryDirectory(prefix="archivist-demo-")
+    nodes = start_demo(w, m, Path(tmp.name))
+    app.aboutToQuit.connect(lambda: (m.close(), w.close()))
     try:
         return app.exec()
     finally:
-        if nodes is not None:
-            nodes.stop()
-        if tmp is not None:
-            tmp.cleanup()
+        nodes.stop()
+        tmp.cleanup()

@@ -1,6 +1,7 @@
 """The node's TOML configuration (one file; command-line options override). Every port defaults to 0."""
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,4 +98,208 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
         raise ConfigError(f"grace_period must be 0 or more seconds, not {s.grace_period}")
     if s.waku_backend not in ("embedded", "nwaku-rest", "none"):
         raise ConfigError(f"waku.backend must be embedded, nwaku-rest or none, not {s.waku_backend!r}")
+    return s
+
+
+# ---------------------------------------------------------------- writing (first run: the window writes the file
+# that `archivist node --config` reads, so a headless node and the window share one file)
+
+_CHAT_ID = re.compile(r"^(0x[0-9a-f]{66})([0-9a-f]{8}-[0-9a-f]{4}-[0-5][0-9a-f]{3}-[089ab][0-9a-f]{3}-[0-9a-f]{12})$")
+HEADER = ("# Archivist node configuration (format: docs/NODE.md). Read by `archivist node --config FILE` and by the\n"
+          "# window (`archivist gui`); paths are relative to this file.\n")
+
+
+def _toml(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    out = []
+    for ch in str(v):            # TOML basic string: escape quote, backslash and control characters
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _path(p, base: Path) -> str:
+    p = Path(p)
+    try:
+        return p.relative_to(base).as_posix() or "."
+    except ValueError:
+        return str(p)
+
+
+def dump(s: NodeSettings, base: Path, channel_names: dict[str, str] | None = None) -> str:
+    """TOML that `load` reads back to equal settings (paths under `base`, the file's folder, are written relative).
+    Defaults are left out, except the data folder, the network choices and each community's identity.
+    `channel_names` (chat ID -> name) become comments, since the format has no field for them."""
+    names = channel_names or {}
+    d, dc = NodeSettings(data_dir=s.data_dir), CommunityConfig(community_id="")
+    lines = [HEADER, f"data_dir = {_toml(_path(s.data_dir, base))}"]
+    for key, attr in (("settle_seconds", "settle_seconds"), ("grace_period", "grace_period"),
+                      ("tick_seconds", "tick_seconds")):
+        if getattr(s, attr) != getattr(d, attr):
+            lines.append(f"{key} = {_toml(getattr(s, attr))}")
+    lines += ["", "[torrent]", f"listen = {_toml(s.torrent_listen)}", f"local = {_toml(s.torrent_local)}"]
+    if s.torrent_peers:
+        lines.append(f"peers = {_toml([f'{h}:{p}' for h, p in s.torrent_peers])}")
+    lines += ["", "[waku]", f"backend = {_toml(s.waku_backend)}"]
+    for key, attr in (("host", "waku_host"), ("port", "waku_port"), ("peers", "waku_peers"),
+                      ("rest_url", "waku_rest_url")):
+        if getattr(s, attr) != getattr(d, attr):
+            lines.append(f"{key} = {_toml(getattr(s, attr))}")
+    if (s.spark_master, s.spark_build) != (d.spark_master, d.spark_build):
+        lines += ["", "[spark]", f"master = {_toml(s.spark_master)}", f"build = {_toml(s.spark_build)}"]
+    for c in s.communities:
+        lines += ["", "[[community]]", f"id = {_toml(c.community_id)}", f"name = {_toml(c.name)}",
+                  f"role = {_toml(c.role)}", "channels = ["]
+        lines += [f"  {_toml(ch)},{'  # ' + names[ch].replace(chr(10), ' ') if names.get(ch) else ''}"
+                  for ch in c.channel_chat_ids]
+        lines.append("]")
+        if c.key_file:
+            lines.append(f"key_file = {_toml(_path(c.key_file, base))}")
+        if c.role == "member" or c.policy != dc.policy:
+            lines.append(f"policy = {_toml(c.policy)}")
+        for key, attr in (("from", "range_start"), ("to", "range_end"), ("archive_support", "archive_support"),
+                          ("announce_on", "announce_on"), ("trackers", "trackers"), ("encrypted", "encrypted"),
+                          ("backend", "backend"), ("codex_api", "codex_api")):
+            v = getattr(c, attr)
+            if v is not None and v != getattr(dc, attr):
+                lines.append(f"{key} = {_toml(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def save(s: NodeSettings, path: Path | str, channel_names: dict[str, str] | None = None, *,
+         overwrite: bool = False) -> Path:
+    """Write `s` to `path` atomically, after checking that the text reads back to the same settings."""
+    import os
+    import secrets
+    path = Path(path).absolute()
+    if path.exists() and not overwrite:
+        raise ConfigError(f"{path} already exists: refusing to overwrite it")
+    text = dump(s, path.parent, channel_names)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if dump(load(tmp), path.parent, channel_names) != text:
+            raise ConfigError("the configuration does not read back the same (a bug): nothing was written")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def channel_chat_ids(community_id: str, entries: list[str], *, new_allowed: bool = True) -> list[tuple[str, str]]:
+    """(label, chat ID) for each channel the person listed: a name (a new channel: community ID + a fresh UUID v4,
+    as Status makes them), a channel share link (status.app/cc/…), a chat ID or a channel UUID."""
+    import uuid
+
+    from core.status.share_link import CHANNEL_UUID, ShareLinkError, parse
+    out: list[tuple[str, str]] = []
+    for raw in entries:
+        e = raw.strip()
+        if not e:
+            continue
+        m = _CHAT_ID.match(e.lower())
+        if "status.app/" in e:
+            try:
+                link = parse(e)
+            except ShareLinkError as err:
+                raise ConfigError(f"channel link {e[:40]}…: {err}") from None
+            if link.channel_uuid is None:
+                raise ConfigError("that is a community link, not a channel link (status.app/cc/…)")
+            if link.community_id != community_id:
+                raise ConfigError(f"the link to channel {link.channel_name or link.channel_uuid} belongs to "
+                                  f"another community")
+            item = (link.channel_name, link.channel_chat_id)
+        elif m:
+            if m.group(1) != community_id:
+                raise ConfigError(f"chat ID {e[:20]}… belongs to another community")
+            item = ("", e.lower())
+        elif CHANNEL_UUID.match(e.lower()):
+            item = ("", community_id + e.lower())
+        elif not new_allowed:
+            raise ConfigError(f"{e!r}: a member cannot add channels; paste the channel's link (status.app/cc/…) "
+                              "or its chat ID")
+        elif len(e) > 100 or any(ord(ch) < 0x20 for ch in e):
+            raise ConfigError(f"{e[:30]!r} is not a channel name (one line, at most 100 characters)")
+        else:
+            item = (e, community_id + str(uuid.uuid4()))
+        if any(item[1] == c or (item[0] and item[0].lower() == n.lower()) for n, c in out):
+            raise ConfigError(f"channel {item[0] or item[1]} is listed twice")
+        out.append(item)
+    return out
+
+
+def private_key_from_text(text: str):
+    """A CommunityIdentity from hex (as `archivist key export` prints it, or Status exports a community key) or an
+    Archivist key file's JSON (without passphrase: the node reads its key file unattended)."""
+    import json
+
+    from core.status.errors import StatusError
+    from core.status.identity import CommunityIdentity
+    t = text.strip()
+    try:
+        if t.startswith("{"):
+            try:
+                doc = json.loads(t)
+            except json.JSONDecodeError:
+                raise ConfigError("the key file is not valid JSON") from None
+            return CommunityIdentity.from_file_json(doc)
+        lines = [x.strip() for x in t.splitlines() if x.strip() and not x.lstrip().startswith("#")]
+        if len(lines) != 1:
+            raise ConfigError("paste the private key: 64 hex digits (0x optional)")
+        return CommunityIdentity.from_hex(lines[0])
+    except StatusError as e:
+        if getattr(e, "code", "") == "passphrase":
+            raise ConfigError("this key file has a passphrase: run `archivist key export FILE --passphrase-env VAR` "
+                              "and paste the hex it prints") from None
+        raise ConfigError(str(e)) from None
+
+
+def first_run_settings(*, role: str, community_id: str, data_dir: Path, name: str = "",
+                       channels: list[str] | None = None, key_file: Path | str | None = None, policy: str = "all",
+                       range_start: int | None = None, range_end: int | None = None, torrent_port: int = 0,
+                       loopback: bool = False, waku_port: int = 0, waku_peers: list[str] | None = None,
+                       nwaku_rest_url: str = "") -> NodeSettings:
+    """The node settings of one community from the first-run choices (owner: role control with its key file and
+    channels; member: a download policy). Raises ConfigError with one sentence."""
+    from core.status.identity import community_public_key
+    if role not in ("control", "member"):
+        raise ConfigError(f"role must be control or member, not {role!r}")
+    try:
+        community_public_key(community_id)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if role == "control" and not key_file:
+        raise ConfigError("an owner's node needs the community key")
+    if role == "control" and not channels:
+        raise ConfigError("name at least one channel: the owner's node archives the community's channels")
+    if policy not in ("all", "latest", "range"):
+        raise ConfigError(f"policy must be all, latest or range, not {policy!r}")
+    if policy == "range" and (range_start is None or range_end is None or range_start >= range_end):
+        raise ConfigError("the time range must end after it starts")
+    for port in (torrent_port, waku_port):
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"port {port} is not 0..65535")
+    host = "127.0.0.1" if loopback else "0.0.0.0"
+    s = NodeSettings(data_dir=Path(data_dir), torrent_listen=f"{host}:{torrent_port}", torrent_local=loopback,
+                     waku_backend="nwaku-rest" if nwaku_rest_url else "embedded", waku_port=waku_port,
+                     waku_peers=[p for p in (waku_peers or []) if p.strip()])
+    if nwaku_rest_url:
+        s.waku_rest_url = nwaku_rest_url
+    rng = (range_start, range_end) if policy == "range" else (None, None)
+    s.communities.append(CommunityConfig(
+        community_id=community_id.lower(), name=name.strip(), role=role, channel_chat_ids=list(channels or []),
+        key_file=str(key_file) if key_file else None, policy=policy, range_start=rng[0], range_end=rng[1]))
     return s

@@ -27,6 +27,9 @@ class NodeSettings:
     waku_port: int = 0
     waku_peers: list[str] = field(default_factory=list)
     waku_rest_url: str = "http://127.0.0.1:8645"
+    waku_max_message_size: int = 1024 * 1024     # bytes; the Status fleet carries up to 1024 KiB
+    waku_max_future_s: float = 20.0              # refuse message timestamps further ahead than this (nwaku: 20 s)
+    waku_read_timeout_s: float = 10.0            # deadline of every store/lightpush/metadata request
     spark_master: str = "local[*]"
     spark_build: bool = True                     # control nodes build on Spark (False: single-process path)
     communities: list[CommunityConfig] = field(default_factory=list)
@@ -73,6 +76,9 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             waku_port=int(w.get("port", 0)),
             waku_peers=[str(x) for x in w.get("peers", [])],
             waku_rest_url=str(w.get("rest_url", "http://127.0.0.1:8645")),
+            waku_max_message_size=int(w.get("max_message_size", 1024 * 1024)),
+            waku_max_future_s=float(w.get("max_future_s", 20.0)),
+            waku_read_timeout_s=float(w.get("read_timeout_s", 10.0)),
             spark_master=str(doc.get("spark", {}).get("master", "local[*]")),
             spark_build=bool(doc.get("spark", {}).get("build", True)),
         )
@@ -96,6 +102,9 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
         raise ConfigError(f"config has a bad value: {e}") from None
     if s.grace_period < 0:
         raise ConfigError(f"grace_period must be 0 or more seconds, not {s.grace_period}")
+    if s.waku_max_message_size < 1024 or s.waku_max_future_s < 0 or s.waku_read_timeout_s <= 0:
+        raise ConfigError("waku.max_message_size must be at least 1024 bytes, max_future_s >= 0 and "
+                          "read_timeout_s > 0")
     if s.waku_backend not in ("embedded", "nwaku-rest", "none"):
         raise ConfigError(f"waku.backend must be embedded, nwaku-rest or none, not {s.waku_backend!r}")
     return s
@@ -151,7 +160,8 @@ def dump(s: NodeSettings, base: Path, channel_names: dict[str, str] | None = Non
         lines.append(f"peers = {_toml([f'{h}:{p}' for h, p in s.torrent_peers])}")
     lines += ["", "[waku]", f"backend = {_toml(s.waku_backend)}"]
     for key, attr in (("host", "waku_host"), ("port", "waku_port"), ("peers", "waku_peers"),
-                      ("rest_url", "waku_rest_url")):
+                      ("rest_url", "waku_rest_url"), ("max_message_size", "waku_max_message_size"),
+                      ("max_future_s", "waku_max_future_s"), ("read_timeout_s", "waku_read_timeout_s")):
         if getattr(s, attr) != getattr(d, attr):
             lines.append(f"{key} = {_toml(getattr(s, attr))}")
     if (s.spark_master, s.spark_build) != (d.spark_master, d.spark_build):

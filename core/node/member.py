@@ -38,7 +38,7 @@ class MemberNode:
                  peers: tuple = ()):
         self.cfg, self.paths, self.state, self.bus, self.clock = cfg, paths.ensure(), state, bus, clock
         self.fetcher, self.hydrator, self.settle, self.peers = fetcher, hydrator, settle, tuple(peers)
-        self.gate = LinkGate(state, cfg.community_id)
+        self.gate = LinkGate(state, cfg.community_id, now_ms=lambda: int(self.clock.now() * 1000))
         self.deadline: float | None = None
         self.job = None
         self.failures = 0

@@ -43,9 +43,11 @@ def _waku_backend(s: NodeSettings):
     from core.waku.embedded import EmbeddedWakuBackend
     from core.waku.node import NodeConfig
     from core.waku.store_db import MessageStore
-    store = MessageStore(s.data_dir / "waku-store.sqlite")
+    store = MessageStore(s.data_dir / "waku-store.sqlite", max_future_ns=int(s.waku_max_future_s * 10 ** 9))
     return EmbeddedWakuBackend(NodeConfig(host=s.waku_host, tcp_port=s.waku_port, store=store,
-                                          key_path=s.data_dir / "waku-node.key"))
+                                          key_path=s.data_dir / "waku-node.key",
+                                          max_message_size=s.waku_max_message_size,
+                                          max_future_s=s.waku_max_future_s, read_timeout_s=s.waku_read_timeout_s))
 
 
 def spark_builder(master: str):

@@ -22,7 +22,8 @@ def cmd_wakunode(a) -> int:
     cfg = NodeConfig(host=a.host, tcp_port=a.tcp_port, ws_port=None if a.no_ws else a.ws_port,
                      cluster_id=a.cluster, shards=tuple(a.shard or [32]), key_path=a.key, store=store,
                      pubsub_topics=tuple(a.pubsub_topic) or None,
-                     max_message_size=a.max_message_size or DEFAULT_MAX_MESSAGE_SIZE)
+                     max_message_size=a.max_message_size or DEFAULT_MAX_MESSAGE_SIZE,
+                     max_future_s=a.max_future_s, read_timeout_s=a.read_timeout_s)
     node = EmbeddedWakuBackend(cfg)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -67,7 +68,12 @@ def register(sub) -> None:
     p.add_argument("--store", type=Path, help="SQLite store file (default: in memory)")
     p.add_argument("--no-store", action="store_true", help="do not serve the store protocol")
     p.add_argument("--retention-days", type=float, default=30.0, help="store retention (default 30 days)")
-    p.add_argument("--max-message-size", type=int, default=0, help="bytes (default 150 KiB, nwaku's)")
+    p.add_argument("--max-message-size", type=int, default=0,
+                   help="bytes (default 1 MiB as the Status fleet; nwaku's default is 153600)")
+    p.add_argument("--max-future-s", type=float, default=20.0,
+                   help="refuse messages dated more than this many seconds ahead (default 20, nwaku's)")
+    p.add_argument("--read-timeout-s", type=float, default=10.0,
+                   help="store/lightpush/metadata streams that send nothing for this long are reset (default 10)")
     p.add_argument("--peer", action="append", help="multiaddr to dial at start (repeatable)")
     p.add_argument("--print-messages", action="store_true", help="print one JSON line per relayed message")
     p.set_defaults(func=cmd_wakunode)

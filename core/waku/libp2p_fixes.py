@@ -119,8 +119,17 @@ def noise_only_security(key_pair: KeyPair) -> dict:
 
 
 # --- fix 6: our own length-prefixed framing ---
+class FrameTooLarge(DecodeError):
+    """A length prefix above the limit; the body has not been read (`size` bytes still follow)."""
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(f"frame of {size} bytes exceeds {limit}")
+        self.size, self.limit = size, limit
+
+
 async def read_length_prefixed(stream, max_size: int) -> bytes:
-    """Read one uvarint-length-prefixed frame; raises DecodeError on a bad/oversize prefix or EOF."""
+    """Read one uvarint-length-prefixed frame; raises DecodeError on a bad prefix or EOF, FrameTooLarge on an
+    oversize prefix."""
     length = shift = 0
     for i in range(10):
         b = await stream.read(1)
@@ -133,7 +142,7 @@ async def read_length_prefixed(stream, max_size: int) -> bytes:
     else:
         raise DecodeError("length prefix longer than 10 bytes")
     if length > max_size:
-        raise DecodeError(f"frame of {length} bytes exceeds {max_size}")
+        raise FrameTooLarge(length, max_size)
     buf = bytearray()
     while len(buf) < length:
         chunk = await stream.read(length - len(buf))

@@ -12,6 +12,7 @@ from typing import Awaitable, Callable
 from google.protobuf.message import DecodeError as PbDecodeError
 
 from core.pb import waku_lightpush_pb2 as lpb
+from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_exchange
 from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
 from core.waku.message import InvalidMessage, WakuMessage, decode_message
 from core.varint import DecodeError
@@ -19,6 +20,7 @@ from core.varint import DecodeError
 LIGHTPUSH_V3_PROTOCOL = "/vac/waku/lightpush/3.0.0"
 LIGHTPUSH_V2_PROTOCOL = "/vac/waku/lightpush/2.0.0-beta1"
 MAX_REQUEST = 2 * 1024 * 1024
+REQUEST_OVERHEAD = 64 * 1024  # request id, pubsub topic, message fields: max_request = max message size + this
 SUCCESS, BAD_REQUEST, PAYLOAD_TOO_LARGE, INVALID_MESSAGE = 200, 400, 413, 420
 UNSUPPORTED_PUBSUB_TOPIC, TOO_MANY_REQUESTS, INTERNAL_SERVER_ERROR = 421, 429, 500
 log = logging.getLogger(__name__)
@@ -60,18 +62,25 @@ async def answer_v3(data: bytes, publish: PublishFn) -> lpb.LightpushResponse:
     return resp
 
 
-async def serve_v3(stream, publish: PublishFn, allowed: bool = True) -> None:
-    try:
-        data = await read_length_prefixed(stream, MAX_REQUEST)
-        if allowed:
-            resp = await answer_v3(data, publish)
-        else:
-            resp = lpb.LightpushResponse(status_code=TOO_MANY_REQUESTS, status_desc="too many requests")
-        await write_length_prefixed(stream, resp.SerializeToString())
-    except Exception as e:
-        log.debug("lightpush v3 request failed: %s", e)
-    finally:
-        await stream.close()
+def refuse_v3(text: str) -> bytes:
+    """The answer to a request whose size alone refuses it: 413 (the request id is in the unread body)."""
+    return lpb.LightpushResponse(status_code=PAYLOAD_TOO_LARGE, status_desc=text).SerializeToString()
+
+
+def refuse_v2(text: str) -> bytes:
+    out = lpb.PushRpc()
+    out.response.is_success, out.response.info = False, text
+    return out.SerializeToString()
+
+
+async def serve_v3(stream, publish: PublishFn, allowed: bool = True, *, max_request: int = MAX_REQUEST,
+                   timeout_s: float = DEFAULT_READ_TIMEOUT_S) -> None:
+    async def answer(data: bytes) -> bytes:
+        if not allowed:
+            return lpb.LightpushResponse(status_code=TOO_MANY_REQUESTS,
+                                         status_desc="too many requests").SerializeToString()
+        return (await answer_v3(data, publish)).SerializeToString()
+    await serve_exchange(stream, Exchange("lightpush v3", max_request, timeout_s, refuse_v3), answer)
 
 
 async def answer_v2(data: bytes, publish: PublishFn) -> lpb.PushRpc | None:
@@ -92,15 +101,12 @@ async def answer_v2(data: bytes, publish: PublishFn) -> lpb.PushRpc | None:
     return out
 
 
-async def serve_v2(stream, publish: PublishFn) -> None:
-    try:
-        out = await answer_v2(await read_length_prefixed(stream, MAX_REQUEST), publish)
-        if out is not None:
-            await write_length_prefixed(stream, out.SerializeToString())
-    except Exception as e:
-        log.debug("lightpush v2 request failed: %s", e)
-    finally:
-        await stream.close()
+async def serve_v2(stream, publish: PublishFn, *, max_request: int = MAX_REQUEST,
+                   timeout_s: float = DEFAULT_READ_TIMEOUT_S) -> None:
+    async def answer(data: bytes) -> bytes | None:
+        out = await answer_v2(data, publish)
+        return out.SerializeToString() if out is not None else None
+    await serve_exchange(stream, Exchange("lightpush v2", max_request, timeout_s, refuse_v2), answer)
 
 
 async def push_v3(host, peer_id, pubsub_topic: str | None, msg: WakuMessage) -> lpb.LightpushResponse:

@@ -9,17 +9,26 @@ from __future__ import annotations
 
 import hashlib
 import struct
+import time
 from dataclasses import dataclass
 
 from core.varint import DecodeError, read_varint, write_varint, zigzag_decode, zigzag_encode
 
 MAX_META_SIZE = 64
-DEFAULT_MAX_MESSAGE_SIZE = 150 * 1024  # nwaku's default; the Status fleet allows 1 MiB
-STATUS_MAX_MESSAGE_SIZE = 1024 * 1024
+NWAKU_MAX_MESSAGE_SIZE = 150 * 1024    # nwaku's default --max-msg-size
+STATUS_MAX_MESSAGE_SIZE = 1024 * 1024  # what the Status fleet carries
+DEFAULT_MAX_MESSAGE_SIZE = STATUS_MAX_MESSAGE_SIZE
+DEFAULT_MAX_FUTURE_S = 20.0            # nwaku's MaxMessageTimestampVariance
+NS = 10**9
 
 
 class InvalidMessage(ValueError):
-    """A WakuMessage that must not be relayed, stored or published (reason in the text)."""
+    """A WakuMessage that must not be relayed, stored or published. The text says what was wrong; `reason` is
+    a short fixed label for counting ("oversize", "future timestamp", ...)."""
+
+    def __init__(self, text: str, reason: str | None = None):
+        super().__init__(text)
+        self.reason = reason or text
 
 
 @dataclass(frozen=True)
@@ -147,17 +156,35 @@ def v2_digest(m: WakuMessage) -> bytes:
     return hashlib.sha256(m.content_topic.encode() + m.payload).digest()
 
 
+def check_timestamp(timestamp: int | None, *, now_ns: int, max_future_ns: int) -> None:
+    """Refuse a missing (absent or 0), negative or too-far-future timestamp. Old timestamps are accepted:
+    history is what the store and the archives are for."""
+    if timestamp is None or timestamp == 0:
+        raise InvalidMessage("missing timestamp")
+    if timestamp < 0:
+        raise InvalidMessage("negative timestamp")
+    ahead = timestamp - now_ns
+    if ahead > max_future_ns:
+        raise InvalidMessage(f"timestamp {_seconds(ahead)} s in the future (limit {_seconds(max_future_ns)} s)",
+                             "future timestamp")
+
+
+def _seconds(ns: int) -> str:
+    return f"{ns / NS:.0f}" if ns >= NS else f"{ns / NS:.3g}"
+
+
 def validate_message(m: WakuMessage, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-                     encoded_size: int | None = None) -> None:
-    """Edge checks for relay/lightpush/publish: raises InvalidMessage with a reason."""
+                     encoded_size: int | None = None, now_ns: int | None = None,
+                     max_future_ns: int = int(DEFAULT_MAX_FUTURE_S * NS)) -> None:
+    """Edge checks for relay/lightpush/publish: raises InvalidMessage with a reason. `now_ns` defaults to the
+    wall clock (callers with an injectable clock pass it)."""
     if not m.payload:
         raise InvalidMessage("empty payload")
     if not m.content_topic:
         raise InvalidMessage("empty content topic")
     if m.meta is not None and len(m.meta) > MAX_META_SIZE:
-        raise InvalidMessage(f"meta is {len(m.meta)} bytes (max {MAX_META_SIZE})")
+        raise InvalidMessage(f"meta is {len(m.meta)} bytes (max {MAX_META_SIZE})", "oversize meta")
     size = encoded_size if encoded_size is not None else len(encode_message(m))
     if size > max_size:
-        raise InvalidMessage(f"message is {size} bytes (max {max_size})")
-    if m.timestamp is None or m.timestamp <= 0:
-        raise InvalidMessage("missing timestamp")
+        raise InvalidMessage(f"message is {size} bytes (max {max_size})", "oversize")
+    check_timestamp(m.timestamp, now_ns=time.time_ns() if now_ns is None else now_ns, max_future_ns=max_future_ns)

@@ -1,14 +1,12 @@
 """66/WAKU2-METADATA (/vac/waku/metadata/1.0.0): exchange cluster id and shards; disconnect on a mismatch."""
 from __future__ import annotations
 
-import logging
-
 from core.pb import waku_metadata_pb2 as mpb
+from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_exchange
 from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
 
 METADATA_PROTOCOL = "/vac/waku/metadata/1.0.0"
 MAX_FRAME = 64 * 1024
-log = logging.getLogger(__name__)
 
 
 def decode_metadata(data: bytes) -> tuple[int | None, list[int]]:
@@ -26,15 +24,15 @@ def cluster_matches(ours: int, theirs: int | None) -> bool:
     return theirs is None or theirs == ours
 
 
-async def serve(stream, cluster_id: int, shards, on_mismatch) -> None:
+async def serve(stream, cluster_id: int, shards, on_mismatch, *, timeout_s: float = DEFAULT_READ_TIMEOUT_S) -> None:
     theirs = None
-    try:
-        theirs, _ = decode_metadata(await read_length_prefixed(stream, MAX_FRAME))
-        await write_length_prefixed(stream, encode_metadata(cluster_id, shards))
-    except Exception as e:  # malformed request or broken stream: just close
-        log.debug("metadata request failed: %s", e)
-    finally:
-        await stream.close()  # the response is flushed before any disconnect below
+
+    async def answer(data: bytes) -> bytes:
+        nonlocal theirs
+        theirs, _ = decode_metadata(data)  # malformed: logged at debug, stream closed
+        return encode_metadata(cluster_id, shards)
+    await serve_exchange(stream, Exchange("metadata", MAX_FRAME, timeout_s), answer)
+    # the response is flushed (stream closed) before any disconnect below
     if not cluster_matches(cluster_id, theirs):
         await on_mismatch(stream.muxed_conn.peer_id, theirs)
 

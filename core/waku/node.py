@@ -5,7 +5,8 @@ Use it through EmbeddedWakuBackend (embedded.py), which runs it in its own threa
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -24,8 +25,9 @@ from core.waku import lightpush, metadata, store_protocol
 from core.waku.identity import load_or_create_identity
 from core.waku.ratelimit import PeerRateLimiter
 from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, disable_auto_connector
-from core.waku.message import DEFAULT_MAX_MESSAGE_SIZE, InvalidMessage, WakuMessage, decode_message, \
-    encode_message, validate_message
+from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S
+from core.waku.message import DEFAULT_MAX_FUTURE_S, DEFAULT_MAX_MESSAGE_SIZE, NS, InvalidMessage, WakuMessage, \
+    decode_message, encode_message, validate_message
 from core.waku.relay import ReceivedMessage, RelayValidator
 from core.waku.store_db import MessageStore
 from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD, InvalidTopic, auto_shard_topic, \
@@ -46,10 +48,13 @@ class NodeConfig:
     autosharding_shards: int = 0            # >0: lightpush without a topic uses autosharding
     key_path: Path | None = None            # persisted identity; None = ephemeral
     store: MessageStore | None = None       # None: no store service, nothing persisted
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE   # 1 MiB as the Status fleet (nwaku default: 150 KiB)
+    max_future_s: float = DEFAULT_MAX_FUTURE_S     # refuse timestamps further ahead (relay, lightpush, publish)
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S  # deadline of every store/lightpush/metadata read and write
     metadata_disconnect_unsupported: bool = False  # nwaku disconnects peers without metadata
     requests_per_s: float = 100.0           # per-peer store/lightpush limit (token bucket) ...
     request_burst: int = 500                # ... beyond which peers get 429
+    clock: Callable[[], int] = field(default=time.time_ns, repr=False)  # Unix ns, for the timestamp checks
 
     def topics(self) -> tuple[str, ...]:
         return self.pubsub_topics or tuple(static_shard_topic(self.cluster_id, s) for s in self.shards)
@@ -82,7 +87,8 @@ class WakuNode:
     def __init__(self, config: NodeConfig, on_message: Callable[[ReceivedMessage], None] | None = None):
         self.config = config
         self.on_message = on_message
-        self.validator = RelayValidator(config.max_message_size)
+        self.validator = RelayValidator(config.max_message_size, max_future_s=config.max_future_s,
+                                        clock=config.clock)
         self.key_pair = load_or_create_identity(config.key_path)
         self.store = config.store
         self._store_buffer: list[tuple[str, WakuMessage]] = []
@@ -103,9 +109,11 @@ class WakuNode:
         h = self.host
         h.set_stream_handler(metadata.METADATA_PROTOCOL, self._serve_metadata)
         self.limiter = PeerRateLimiter(config.requests_per_s, config.request_burst)
+        lp = dict(max_request=config.max_message_size + lightpush.REQUEST_OVERHEAD, timeout_s=config.read_timeout_s)
         h.set_stream_handler(lightpush.LIGHTPUSH_V3_PROTOCOL,
-                             lambda s: lightpush.serve_v3(s, self._lightpush_publish, self._allowed(s)))
-        h.set_stream_handler(lightpush.LIGHTPUSH_V2_PROTOCOL, lambda s: lightpush.serve_v2(s, self._lightpush_publish))
+                             lambda s: lightpush.serve_v3(s, self._lightpush_publish, self._allowed(s), **lp))
+        h.set_stream_handler(lightpush.LIGHTPUSH_V2_PROTOCOL,
+                             lambda s: lightpush.serve_v2(s, self._lightpush_publish, **lp))
         if self.store is not None:
             h.set_stream_handler(store_protocol.STORE_V3_PROTOCOL, self._serve_store_v3)
             h.set_stream_handler(store_protocol.STORE_V2_PROTOCOL, self._serve_store_v2)
@@ -148,7 +156,8 @@ class WakuNode:
         """Our edge (local publish and lightpush): also insists on a well-formed content topic. Relayed
         messages are not held to that, as nwaku does not check it either."""
         data = encode_message(msg)
-        validate_message(msg, max_size=self.config.max_message_size, encoded_size=len(data))
+        validate_message(msg, max_size=self.config.max_message_size, encoded_size=len(data),
+                         now_ns=self.config.clock(), max_future_ns=int(self.config.max_future_s * NS))
         try:
             parse_content_topic(msg.content_topic)
         except InvalidTopic as e:
@@ -190,11 +199,11 @@ class WakuNode:
 
     async def _serve_store_v3(self, stream) -> None:
         await self.flush_store()  # a query sees every message relayed before it
-        await store_protocol.serve_v3(stream, self.store, self._allowed(stream))
+        await store_protocol.serve_v3(stream, self.store, self._allowed(stream), timeout_s=self.config.read_timeout_s)
 
     async def _serve_store_v2(self, stream) -> None:
         await self.flush_store()
-        await store_protocol.serve_v2(stream, self.store, self._allowed(stream))
+        await store_protocol.serve_v2(stream, self.store, self._allowed(stream), timeout_s=self.config.read_timeout_s)
 
     async def _pruner(self) -> None:
         while True:
@@ -228,7 +237,8 @@ class WakuNode:
             await self._reject_peer(peer_id, cluster)
 
     async def _serve_metadata(self, stream) -> None:
-        await metadata.serve(stream, self.config.cluster_id, self.config.shards, self._reject_peer)
+        await metadata.serve(stream, self.config.cluster_id, self.config.shards, self._reject_peer,
+                             timeout_s=self.config.read_timeout_s)
 
     async def _reject_peer(self, peer_id: ID, cluster: int | None) -> None:
         log.info("disconnecting %s: cluster %s, ours %s", peer_id, cluster, self.config.cluster_id)

@@ -1,14 +1,19 @@
 """11/WAKU2-RELAY: validation at the edge and the glue between GossipSub and our message handling.
 
-Validators reject malformed, oversize and empty messages (and messages without a timestamp) before they are
-stored, delivered or forwarded; every rejection is counted by reason.
+Validators reject malformed, oversize and empty messages (and messages whose timestamp is missing, negative or
+more than the allowed skew in the future) before they are stored, delivered or forwarded; every rejection is
+counted by reason and logged at debug with its full text.
 """
 from __future__ import annotations
 
 import collections
+import logging
+import time
 from dataclasses import dataclass
+from typing import Callable
 
-from core.waku.message import InvalidMessage, WakuMessage, decode_message, validate_message
+from core.waku.message import DEFAULT_MAX_FUTURE_S, NS, InvalidMessage, WakuMessage, decode_message, \
+    validate_message
 from core.varint import DecodeError
 
 
@@ -19,9 +24,15 @@ class ReceivedMessage:
     hash: bytes
 
 
+log = logging.getLogger(__name__)
+
+
 class RelayValidator:
-    def __init__(self, max_message_size: int):
+    def __init__(self, max_message_size: int, *, max_future_s: float = DEFAULT_MAX_FUTURE_S,
+                 clock: Callable[[], int] = time.time_ns):
         self.max_message_size = max_message_size
+        self.max_future_ns = int(max_future_s * NS)
+        self.clock = clock  # Unix ns
         self.rejected: collections.Counter[str] = collections.Counter()
 
     def check(self, data: bytes) -> WakuMessage | None:
@@ -31,12 +42,14 @@ class RelayValidator:
             return None
         try:
             m = decode_message(data)
-            validate_message(m, max_size=self.max_message_size, encoded_size=len(data))
+            validate_message(m, max_size=self.max_message_size, encoded_size=len(data), now_ns=self.clock(),
+                             max_future_ns=self.max_future_ns)
             return m
         except DecodeError:
             self.rejected["malformed"] += 1
         except InvalidMessage as e:
-            self.rejected[str(e).split(" (")[0].split(" is ")[0]] += 1
+            self.rejected[e.reason] += 1
+            log.debug("relay: refused a message: %s", e)
         return None
 
     def gossipsub_validator(self, _forwarder, pubsub_msg) -> bool:

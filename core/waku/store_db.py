@@ -2,10 +2,16 @@
 
 Rows are keyed by the deterministic message hash (v3 cursor); the v2-beta4 digest is kept alongside for its Index
 cursor. Indexes serve topic+time queries in (timestamp, hash) and (timestamp, digest) order. The clock is
-injectable (Unix ns) so retention is tested without waiting. Thread-safe through one lock.
+injectable (Unix ns) so retention and the future-timestamp limit are tested without waiting. Thread-safe
+through one lock.
+
+A message dated more than `max_future_ns` ahead of the clock is never stored: it would sit at the head of every
+"latest" query (nwaku refuses more than 20 s of drift).
 """
 from __future__ import annotations
 
+import collections
+import logging
 import sqlite3
 import threading
 import time
@@ -13,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from core.waku.message import WakuMessage, decode_message, encode_message, v2_digest
+from core.waku.message import DEFAULT_MAX_FUTURE_S, NS, InvalidMessage, WakuMessage, check_timestamp, \
+    decode_message, encode_message, v2_digest
+
+log = logging.getLogger(__name__)
 
 DAY_NS = 86_400 * 10**9
 DEFAULT_RETENTION_NS = 30 * DAY_NS
@@ -61,9 +70,11 @@ class Filter:
 
 class MessageStore:
     def __init__(self, path: str | Path = ":memory:", *, retention_ns: int = DEFAULT_RETENTION_NS,
-                 clock: Callable[[], int] = time.time_ns):
+                 clock: Callable[[], int] = time.time_ns, max_future_ns: int = int(DEFAULT_MAX_FUTURE_S * NS)):
         self.retention_ns = retention_ns
         self.clock = clock
+        self.max_future_ns = max_future_ns
+        self.refused: collections.Counter[str] = collections.Counter()  # by InvalidMessage.reason
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -76,13 +87,22 @@ class MessageStore:
 
     # --- writing ---
     def add(self, pubsub_topic: str, msg: WakuMessage) -> bool:
-        """Store a message; False if ephemeral, outside retention, or already stored."""
+        """Store a message; False if ephemeral, refused (timestamp), or already stored."""
         return self.add_many([(pubsub_topic, msg)]) == 1
 
     def add_many(self, items: Iterable[tuple[str, WakuMessage]]) -> int:
         now = self.clock()
-        rows = [(m.hash(ps), ps, m.content_topic, m.timestamp or 0, v2_digest(m), now, encode_message(m))
-                for ps, m in items if not m.is_ephemeral]
+        rows = []
+        for ps, m in items:
+            if m.is_ephemeral:
+                continue
+            try:
+                check_timestamp(m.timestamp, now_ns=now, max_future_ns=self.max_future_ns)
+            except InvalidMessage as e:
+                self.refused[e.reason] += 1
+                log.info("store: not storing %s: %s", m.hash(ps).hex()[:16], e)
+                continue
+            rows.append((m.hash(ps), ps, m.content_topic, m.timestamp, v2_digest(m), now, encode_message(m)))
         with self._lock:
             before = self._db.total_changes
             self._db.execute("BEGIN")

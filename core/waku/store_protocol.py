@@ -4,13 +4,12 @@ One length-prefixed protobuf per direction per stream. The query logic lives in 
 """
 from __future__ import annotations
 
-import logging
-
 import trio
 from google.protobuf.message import DecodeError as PbDecodeError
 
 from core.pb import waku_store_v2beta4_pb2 as v2pb
 from core.pb import waku_store_v3_pb2 as v3pb
+from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_exchange
 from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
 from core.waku.store_db import MessageStore
 from core.waku.store_query import BAD_REQUEST, TOO_MANY_REQUESTS, handle_store_v2, handle_store_v3
@@ -20,7 +19,6 @@ STORE_V3_PROTOCOL = "/vac/waku/store-query/3.0.0"
 STORE_V2_PROTOCOL = "/vac/waku/store/2.0.0-beta4"
 MAX_REQUEST = 256 * 1024
 MAX_RESPONSE = 64 * 1024 * 1024
-log = logging.getLogger(__name__)
 
 
 def answer_v3(store: MessageStore, data: bytes) -> bytes:
@@ -58,27 +56,24 @@ def too_many_v2(data: bytes) -> bytes | None:
     return out.SerializeToString()
 
 
-async def serve_v3(stream, store: MessageStore, allowed: bool = True) -> None:
-    try:
-        data = await read_length_prefixed(stream, MAX_REQUEST)
-        out = await trio.to_thread.run_sync(answer_v3, store, data) if allowed else too_many_v3(data)
-        await write_length_prefixed(stream, out)
-    except Exception as e:
-        log.debug("store v3 request failed: %s", e)
-    finally:
-        await stream.close()
+def refuse_v3(text: str) -> bytes:
+    """Store v3 has no 413: an oversize request is a 400 (the request id is in the unread body)."""
+    return v3pb.StoreQueryResponse(status_code=BAD_REQUEST, status_desc=text).SerializeToString()
 
 
-async def serve_v2(stream, store: MessageStore, allowed: bool = True) -> None:
-    try:
-        data = await read_length_prefixed(stream, MAX_REQUEST)
-        out = await trio.to_thread.run_sync(answer_v2, store, data) if allowed else too_many_v2(data)
-        if out is not None:
-            await write_length_prefixed(stream, out)
-    except Exception as e:
-        log.debug("store v2 request failed: %s", e)
-    finally:
-        await stream.close()
+async def serve_v3(stream, store: MessageStore, allowed: bool = True, *,
+                   timeout_s: float = DEFAULT_READ_TIMEOUT_S) -> None:
+    async def answer(data: bytes) -> bytes:
+        return await trio.to_thread.run_sync(answer_v3, store, data) if allowed else too_many_v3(data)
+    await serve_exchange(stream, Exchange("store v3", MAX_REQUEST, timeout_s, refuse_v3), answer)
+
+
+async def serve_v2(stream, store: MessageStore, allowed: bool = True, *,
+                   timeout_s: float = DEFAULT_READ_TIMEOUT_S) -> None:
+    """v2-beta4 has no error code for a bad request: an oversize one is logged and its stream closed."""
+    async def answer(data: bytes) -> bytes | None:
+        return await trio.to_thread.run_sync(answer_v2, store, data) if allowed else too_many_v2(data)
+    await serve_exchange(stream, Exchange("store v2", MAX_REQUEST, timeout_s), answer)
 
 
 async def _roundtrip(host, peer_id, protocol: str, data: bytes) -> bytes:

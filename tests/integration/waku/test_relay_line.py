@@ -37,7 +37,9 @@ def test_invalid_messages_are_not_published(make_node):
     from core.waku.message import InvalidMessage
     a = make_node(store=False)
     for bad in [WakuMessage(b"", "/a/1/b/c", timestamp=1), WakuMessage(b"x", "/a/1/b/c"),
-                WakuMessage(b"x" * 200_000, "/a/1/b/c", timestamp=1), WakuMessage(b"x", "no-slashes", timestamp=1)]:
+                WakuMessage(b"x" * (1024 * 1024 + 1), "/a/1/b/c", timestamp=1),  # over the 1 MiB default
+                WakuMessage(b"x", "/a/1/b/c", timestamp=time.time_ns() + 3600 * 10**9),  # beyond the 20 s skew
+                WakuMessage(b"x", "no-slashes", timestamp=1)]:
         with pytest.raises(InvalidMessage):
             a.publish(PS, bad)
 

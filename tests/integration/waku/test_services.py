@@ -31,7 +31,7 @@ def test_lightpush_v3_publishes_and_reports_errors(make_node):
     assert client.lightpush(server.peer_id, "/waku/2/rs/99/1", msg).status_code == 421
     assert client.lightpush(server.peer_id, PS, WakuMessage(b"", CT, timestamp=1)).status_code == 420
     assert client.lightpush(server.peer_id, PS, WakuMessage(b"x", "bad topic", timestamp=1)).status_code == 420
-    big = WakuMessage(b"x" * 200_000, CT, timestamp=1)
+    big = WakuMessage(b"x" * (1024 * 1024), CT, timestamp=1)  # over the 1 MiB default
     assert client.lightpush(server.peer_id, PS, big).status_code == 413
     # no pubsub topic: the node's first shard
     assert client.lightpush(server.peer_id, None, WakuMessage(b"t", CT, timestamp=5)).status_code == 200

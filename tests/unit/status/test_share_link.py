@@ -272,3 +272,22 @@ def test_without_brotli_only_the_key_is_read(monkeypatch):
     monkeypatch.setitem(sys.modules, "brotli", None)          # import brotli raises ImportError
     link = sl.parse(COMMUNITY_URL_WITH_DATA)
     assert (link.community_id, link.name, link.data_decoded) == (ID_A, "", False)
+
+
+def test_waku_edge_limits_round_trip_and_reach_the_node(tmp_path):
+    s = first_run_settings(role="member", community_id=ID_A, data_dir=tmp_path / "d", name="x", channels=[])
+    s.waku_max_message_size, s.waku_max_future_s, s.waku_read_timeout_s = 150 * 1024, 5.0, 2.5
+    path = save(s, tmp_path / "d" / "archivist.toml")
+    assert "max_future_s = 5.0" in path.read_text() and load(path) == s
+    from core.node.runner import _waku_backend
+    backend = _waku_backend(load(path))
+    try:
+        cfg = backend.config
+        assert (cfg.max_message_size, cfg.max_future_s, cfg.read_timeout_s) == (150 * 1024, 5.0, 2.5)
+    finally:
+        close = getattr(backend, "close", None) or getattr(backend, "stop", None)
+        if close:
+            close()
+    (tmp_path / "bad.toml").write_text('[waku]\nread_timeout_s = 0\n')
+    with pytest.raises(ConfigError, match="read_timeout_s"):
+        load(tmp_path / "bad.toml")

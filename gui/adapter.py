@@ -1,6 +1,7 @@
 """Engine -> Qt (Electrum's shape): the engine knows nothing of Qt; this adapter subscribes to its EventBus and
 re-emits every event on the GUI thread through a queued connection, refreshes state snapshots off the GUI
-thread, and turns the engine's concurrent.futures.Future results into GUI-thread callbacks.
+thread (after events, coalesced, and about once a second: seeding stats change without events), and turns the
+engine's concurrent.futures.Future results into GUI-thread callbacks.
 
 The engine is duck-typed (core.node.engine.Engine): `.bus`, `.communities()`, and Future-returning commands.
 """
@@ -26,7 +27,8 @@ class EngineAdapter(QObject):
     _incoming = Signal(object)
     _future_done = Signal(int, object)
 
-    def __init__(self, engine: Any, ops: Operations, parent: QObject | None = None, refresh_ms: int = 200):
+    def __init__(self, engine: Any, ops: Operations, parent: QObject | None = None, refresh_ms: int = 200,
+                 live_ms: int = 1000):
         super().__init__(parent)
         self.engine, self.ops = engine, ops
         self.snapshot: list = []
@@ -40,6 +42,14 @@ class EngineAdapter(QObject):
         self._refresh_timer.timeout.connect(self._refresh_now)
         self._refreshing = False
         self._again = False
+        self._last_error: str | None = None
+        # Seeding peers and uploaded bytes change without any engine event (libtorrent's status): poll the snapshot
+        # about once a second as well, so no view is more than ~1 s behind and a failed refresh heals by itself.
+        self._live_timer = QTimer(self)
+        self._live_timer.setInterval(live_ms)
+        self._live_timer.timeout.connect(self.refresh)
+        if live_ms > 0:
+            self._live_timer.start()
         self._unsubscribe = engine.bus.subscribe(self._on_core_event)
 
     # -- events (any thread -> GUI thread) -----------------------------------------------------------------
@@ -76,6 +86,7 @@ class EngineAdapter(QObject):
 
     def _snapshot_done(self, states: list) -> None:
         self._refreshing = False
+        self._last_error = None
         self.snapshot = states
         self.communities_changed.emit(states)
         if self._again:
@@ -84,7 +95,12 @@ class EngineAdapter(QObject):
 
     def _snapshot_failed(self, err: BaseException) -> None:
         self._refreshing = False
-        self.failed.emit("refresh", str(err))
+        if str(err) != self._last_error:      # polled every second: say it once, not once a second
+            self._last_error = str(err)
+            self.failed.emit("refresh", str(err))
+        if self._again:           # a refresh asked for meanwhile is not lost with the failed one
+            self._again = False
+            self.refresh()
 
     def community(self, community_id: str):
         return next((c for c in self.snapshot if c.community_id == community_id), None)
@@ -122,3 +138,4 @@ class EngineAdapter(QObject):
     def close(self) -> None:
         self._unsubscribe()
         self._refresh_timer.stop()
+        self._live_timer.stop()

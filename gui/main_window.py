@@ -142,6 +142,7 @@ class MainWindow(QMainWindow):
         self.history_source = history
         if hasattr(getattr(engine, "clock", None), "now"):
             self.control.clock = engine.clock.now      # the engine's (injectable) time, not the wall clock
+            self.member.clock = engine.clock.now
         self.adapter = EngineAdapter(engine, self.ops, self)
         self.adapter.event.connect(self.log.add_event)
         self.adapter.event.connect(self._on_event)
@@ -188,10 +189,9 @@ class MainWindow(QMainWindow):
         from dataclasses import replace
         want = {a.archive_id for a in c.archives if a.messages is None and a.archive_id not in self._count_tried
                 and (c.role == Role.CONTROL or a.imported)}
-        root = getattr(getattr(self.adapter.engine, "paths", None), "archive_dir", None) if self.adapter else None
-        if want and root is not None:
+        folder = self._archive_folder(c.community_id)
+        if want and folder is not None:
             self._count_tried |= want
-            folder = Path(root) / c.community_id
             from gui.views.inspector import _inspection
 
             def merge(counts: dict) -> None:
@@ -206,6 +206,13 @@ class MainWindow(QMainWindow):
                                          if a.messages is None and a.archive_id in self._counts else a
                                          for a in c.archives))
 
+    def _archive_folder(self, community_id: str) -> Path | None:
+        eng = self.adapter.engine if self.adapter else None
+        if hasattr(eng, "archive_folder"):          # the engine's read API
+            return Path(eng.archive_folder(community_id))
+        root = getattr(getattr(eng, "paths", None), "archive_dir", None)
+        return Path(root) / community_id if root is not None else None
+
     def _command(self, what: str, method: str, *args, on_done=None, **kwargs) -> None:
         if self.adapter is None:
             self.statusBar().showMessage(f"{what}: no engine running", 5000)
@@ -218,7 +225,7 @@ class MainWindow(QMainWindow):
 
     def archive_now(self, community_id: str) -> None:
         self.control.set_build_status("Building archives…")
-        self.control.archive_btn.setEnabled(False)
+        self.control.set_building(True)
 
         def done(result) -> None:
             ids = getattr(result, "new_archive_ids", None)
@@ -227,7 +234,7 @@ class MainWindow(QMainWindow):
             n = len(ids or ())
             self.control.set_build_status(f"Built {n} new archive{'s' if n != 1 else ''}" if n
                                           else "Nothing new to archive")
-            self.control.archive_btn.setEnabled(True)
+            self.control.set_building(False)
         self._command("archive now", "archive_now", community_id, on_done=done)
 
     def _archive_now_current(self) -> None:
@@ -255,7 +262,7 @@ class MainWindow(QMainWindow):
             self.control.support.setEnabled(True)
         if what == "archive now":
             self.control.set_build_status("Build failed (see Log)")
-            self.control.archive_btn.setEnabled(True)
+            self.control.set_building(False)
         if what == "history":
             self.history.show_error(text)
 

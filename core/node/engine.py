@@ -45,6 +45,8 @@ class Engine:
         self._unsubs: list[Callable[[], None]] = []
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
+        self._lock = threading.RLock()        # guards `nodes`/`_queues` against readers on other threads (the GUI)
+        self._ticked: set[str] = set()         # communities whose start is queued: the timer ticks these
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     def add_community(self, cfg: CommunityConfig) -> Future:
@@ -53,10 +55,6 @@ class Engine:
                 cfg, self.paths, self.state, self.bus, self.clock, seeder=self.torrents, announcer=self._announce,
                 store_query=self._store_query, group_keys=self.group_keys, grace=self.grace,
                 **({"builder": self.builder} if self.builder is not None else {}))
-            topics = [status_topics.content_topic(c) for c in cfg.channel_chat_ids]
-            if self.transport is not None and topics:
-                self._unsubs.append(self.transport.subscribe(topics, lambda m, n=node: self.submit(
-                    n.cid, n.store_messages, [m])))
         else:
             fetcher = self.torrents
             if cfg.backend == "codex":
@@ -65,16 +63,28 @@ class Engine:
                 fetcher = LinkFetcher(self.torrents, CodexFetcher(CodexClient(cfg.codex_api), untransform=self.unwrap))
             node = MemberNode(cfg, self.paths, self.state, self.bus, self.clock, fetcher=fetcher,
                               hydrator=self.hydrator, settle=self.settle, peers=self.peers)
-            if self.transport is not None:
-                for chat in cfg.link_chat_ids:
-                    ct = status_topics.content_topic(chat)
-                    self._unsubs.append(self.transport.subscribe([ct], lambda m, n=node, c=chat: self.submit(
-                        n.cid, n.on_envelope, m.payload, c)))
         if isinstance(node, MemberNode):
             node.index_unwrap = self.unwrap_index
-        self.nodes[cfg.community_id] = node
-        self._queues[cfg.community_id] = ThreadPoolExecutor(1, thread_name_prefix=f"community-{cfg.community_id[:8]}")
-        return self.submit(cfg.community_id, self._start_node, node)
+        # registered before subscribing: a snapshot lists the community at once (from its saved state) however long
+        # the transport takes, and a message arriving during subscribe() finds the community's queue
+        with self._lock:
+            self._queues[cfg.community_id] = ThreadPoolExecutor(
+                1, thread_name_prefix=f"community-{cfg.community_id[:8]}")
+            self.nodes[cfg.community_id] = node
+        if self.transport is not None and isinstance(node, ControlNode):
+            topics = [status_topics.content_topic(c) for c in cfg.channel_chat_ids]
+            if topics:
+                self._unsubs.append(self.transport.subscribe(topics, lambda m, n=node: self.submit(
+                    n.cid, n.store_messages, [m])))
+        elif self.transport is not None:
+            for chat in cfg.link_chat_ids:
+                ct = status_topics.content_topic(chat)
+                self._unsubs.append(self.transport.subscribe([ct], lambda m, n=node, c=chat: self.submit(
+                    n.cid, n.on_envelope, m.payload, c)))
+        with self._lock:
+            fut = self.submit(cfg.community_id, self._start_node, node)
+            self._ticked.add(cfg.community_id)      # ticks only after its start, as before
+        return fut
 
     def _start_node(self, node) -> None:
         node.start()  # first resume what an earlier run left pending, then look for newer links
@@ -95,7 +105,9 @@ class Engine:
             self.tick_all()
 
     def tick_all(self) -> list[Future]:
-        return [self.submit(cid, n.tick) for cid, n in list(self.nodes.items())]
+        with self._lock:
+            live = [(cid, n) for cid, n in self.nodes.items() if cid in self._ticked]
+        return [self.submit(cid, n.tick) for cid, n in live]
 
     def stop(self) -> None:
         self._stop.set()
@@ -202,8 +214,32 @@ class Engine:
         return self.history_db.messages(cid, start, end, chat, limit, offset)
 
     # -- snapshots -----------------------------------------------------------------------------------------
+    def archive_folder(self, cid: str) -> Path:
+        """Where a community's archives are (`index`, `data`): read-only use by the GUI (message counts)."""
+        return self.paths.archive_dir / cid
+
     def communities(self) -> list[CommunityState]:
-        return [self.community_state(cid) for cid in self.nodes]
+        """One plain-value snapshot per community (the GUI's read API: it never reads node internals). Safe from
+        any thread while communities are being added; a community whose state cannot be read right now (a folder
+        being rewritten) is listed from its config and saved state instead of failing the whole list."""
+        with self._lock:
+            cids = list(self.nodes)
+        out = []
+        for cid in cids:
+            try:
+                out.append(self.community_state(cid))
+            except Exception as e:  # noqa: BLE001 - one unreadable community must not hide the others
+                log.warning("snapshot of %s failed: %s", cid, e)
+                out.append(self._fallback_state(cid, f"state not readable right now: {e}"))
+        return out
+
+    def _fallback_state(self, cid: str, reason: str) -> CommunityState:
+        node = self.nodes[cid]
+        if isinstance(node, ControlNode):
+            return CommunityState(cid, node.cfg.name, Role.CONTROL, node.support(), waiting_reason=reason)
+        return CommunityState(cid, node.cfg.name, Role.MEMBER, waiting_reason=reason,
+                              policy=DownloadPolicy(node.cfg.policy), range_start=node.cfg.range_start,
+                              range_end=node.cfg.range_end)
 
     def community_state(self, cid: str) -> CommunityState:
         node = self.nodes[cid]
@@ -229,7 +265,8 @@ class Engine:
                 seeding = SeedingState(snap.get("state", "seeding-idle")) if snap.get("state") in \
                     {s.value for s in SeedingState} else SeedingState.SEEDING_IDLE
             return CommunityState(cid, node.cfg.name, Role.CONTROL, node.support(), seeding, peers, uploaded,
-                                  node.magnet, node.next_archive_due(), node.note(), archives)
+                                  node.magnet, node.next_archive_due(), node.note(), archives,
+                                  broken=node.broken, late_messages=node.late_messages)
         support = ArchiveSupport.ON if self.state.community_support(cid) is not False else ArchiveSupport.OFF
         return CommunityState(cid, node.cfg.name, Role.MEMBER, support, waiting_reason=node.waiting_reason,
                               archives=archives, policy=DownloadPolicy(node.cfg.policy),

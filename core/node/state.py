@@ -60,3 +60,12 @@ class CommunityState:
     policy: DownloadPolicy = DownloadPolicy.ALL
     range_start: int | None = None
     range_end: int | None = None
+    broken: str | None = None                # control: "code: reason" when the archive folder cannot be trusted
+    late_messages: int = 0                   # control: messages kept because their week was already archived
+
+    @property
+    def archive_span(self) -> tuple[int, int] | None:
+        """(earliest archive start, latest archive end) of the archives the node knows, or None."""
+        if not self.archives:
+            return None
+        return min(a.start for a in self.archives), max(a.end for a in self.archives)

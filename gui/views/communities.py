@@ -16,11 +16,19 @@ SEEDING_TEXT = {SeedingState.NOT_SEEDING: "not seeding", SeedingState.SEEDING_WI
                 SeedingState.ERROR: "error"}
 
 
+def support_text(c: CommunityState) -> str:
+    if c.support == ArchiveSupport.ON and c.broken:
+        return "Stopped"
+    return SUPPORT_TEXT.get(c.support, str(c.support))
+
+
 def health(c: CommunityState) -> str:
     """One short sentence a person can act on."""
     if c.role == Role.CONTROL:
         if c.support != ArchiveSupport.ON:
             return "history limited to what store nodes keep"
+        if c.broken:
+            return f"archives stopped: {c.broken}"
         if c.seeding == SeedingState.ERROR:
             return "seeding error"
         if c.seeding == SeedingState.NOT_REACHABLE:
@@ -36,7 +44,7 @@ def health(c: CommunityState) -> str:
 
 
 def is_bad(c: CommunityState) -> bool:
-    return c.seeding in (SeedingState.ERROR, SeedingState.NOT_REACHABLE)
+    return c.seeding in (SeedingState.ERROR, SeedingState.NOT_REACHABLE) or bool(c.broken)
 
 
 class CommunitiesView(QWidget):
@@ -47,7 +55,7 @@ class CommunitiesView(QWidget):
         self.model = KeyedTableModel([
             Column("Community", lambda c: c.name, tooltip=lambda c: c.community_id),
             Column("Role", lambda c: c.role.value, lambda c: "Owner" if c.role == Role.CONTROL else "Member"),
-            Column("Archives", lambda c: c.support.value, lambda c: SUPPORT_TEXT.get(c.support, str(c.support))),
+            Column("Archives", lambda c: c.support.value, support_text),
             Column("Health", health, tooltip=health),
         ], key=lambda c: c.community_id, foreground=lambda c: QColor("#c0392b") if is_bad(c) else None)
         self.view, self.proxy = make_table(self.model)

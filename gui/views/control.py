@@ -19,7 +19,7 @@ EXPLAINER = ("When on, this computer bundles every 7 days of the community's mes
              "see only what Waku store nodes still keep (about 30 days at best). This computer must stay online "
              "for members to download the archives.")
 SEEDING_SENTENCE = {
-    SeedingState.NOT_SEEDING: "Not seeding: archive support is off or no archive has been built yet.",
+    SeedingState.NOT_SEEDING: "Not seeding.",
     SeedingState.SEEDING_WITH_PEERS: "Seeding: members are downloading history from this computer.",
     SeedingState.SEEDING_IDLE: "Seeding, idle: ready to share; no member is connected right now.",
     SeedingState.NOT_REACHABLE: "Not reachable: members cannot connect (check the firewall or port forwarding).",
@@ -27,15 +27,51 @@ SEEDING_SENTENCE = {
 }
 
 
-def due_text(next_at: int | None, now: float) -> str:
+def due_text(next_at: int | None, now: float, c: CommunityState | None = None) -> str:
+    """When the next archive is due; else why not, in words of its own (never "support is off" while the effective
+    state says ON, never a due date while it says OFF): support off, the folder stopped (ControlNode.broken), or no
+    message stored yet."""
+    if c is not None:         # the engine still computes a date when support is off: it is not shown then
+        if c.support == ArchiveSupport.DISABLED_GLOBALLY:
+            return "No archive scheduled: archive support is off for all communities (Settings)."
+        if c.support != ArchiveSupport.ON:
+            return "No archive scheduled: archive support is off."
+        if c.broken:
+            return "No archive scheduled: archives are stopped until the folder is repaired (see below)."
     if next_at is None:
-        return "No archive scheduled (archive support is off)."
+        if c is None:
+            return "No archive scheduled."
+        return ("No archive scheduled yet: no message has been stored yet; the first archive is due 7 days after "
+                "the first message, plus the grace period.")
     left = next_at - now
     if left <= 0:
         return f"Next archive is due now (was due {fmt_time(next_at)} UTC)."
     d, rem = divmod(int(left), 86400)
     h = rem // 3600
     return f"Next archive due {fmt_time(next_at)} UTC (in {d} d {h} h)."
+
+
+def effective_text(c: CommunityState) -> str:
+    if c.support == ArchiveSupport.ON and c.broken:
+        return ("Effective state: STOPPED: the archive folder cannot be trusted, so nothing is built, seeded or "
+                "deleted until the next start.")
+    return {
+        ArchiveSupport.ON: "Effective state: ON: archives are built every 7 days and seeded.",
+        ArchiveSupport.OFF: "Effective state: OFF.",
+        ArchiveSupport.DISABLED_GLOBALLY: "Effective state: OFF, because archive support is disabled "
+                                          "for all communities in Settings.",
+    }.get(c.support, str(c.support))
+
+
+def seeding_text(c: CommunityState) -> str:
+    if c.seeding == SeedingState.NOT_SEEDING:
+        if c.support != ArchiveSupport.ON:
+            return "Not seeding: archive support is off."
+        if c.broken:
+            return "Not seeding: archives are stopped (the folder cannot be trusted)."
+        if not c.archives:
+            return "Not seeding: no archive has been built yet."
+    return SEEDING_SENTENCE.get(c.seeding, str(c.seeding))
 
 
 class ControlView(QWidget):
@@ -106,6 +142,11 @@ class ControlView(QWidget):
         lay.addWidget(self.note)
         lay.addWidget(seed_box)
         self._updating = False
+        self.building = False                   # "Archive now" running: the button stays off until it ends
+
+    def set_building(self, on: bool) -> None:
+        self.building = on
+        self.archive_btn.setEnabled(not on)
 
     def show_state(self, c: CommunityState) -> None:
         self._updating = True
@@ -116,20 +157,15 @@ class ControlView(QWidget):
             if self.support.isChecked() != wants:
                 self.support.setChecked(wants)
             self.support.setEnabled(True)
-            self.effective.setText({
-                ArchiveSupport.ON: "Effective state: ON: archives are built every 7 days and seeded.",
-                ArchiveSupport.OFF: "Effective state: OFF.",
-                ArchiveSupport.DISABLED_GLOBALLY: "Effective state: OFF, because archive support is disabled "
-                                                  "for all communities in Settings.",
-            }.get(c.support, str(c.support)))
-            self.effective.setProperty("state", "ok" if c.support == ArchiveSupport.ON else "off")
+            self.effective.setText(effective_text(c))
+            self.effective.setProperty("state", "ok" if c.support == ArchiveSupport.ON and not c.broken else "off")
             self.effective.style().polish(self.effective)
             self.chart.set_archives(c.archives)
-            self.due.setText(due_text(c.next_archive_at, self.clock()))
+            self.due.setText(due_text(c.next_archive_at, self.clock(), c))
             self.note.setText(c.waiting_reason or "")
             self.note.setVisible(bool(c.waiting_reason))
-            self.archive_btn.setEnabled(c.support == ArchiveSupport.ON)
-            self.seed_state.setText(SEEDING_SENTENCE.get(c.seeding, str(c.seeding)))
+            self.archive_btn.setEnabled(c.support == ArchiveSupport.ON and not c.broken and not self.building)
+            self.seed_state.setText(seeding_text(c))
             self.peers.setText(str(c.peers))
             self.uploaded.setText(fmt_bytes(c.uploaded))
             self.magnet.setText(c.magnet or "(none yet: no archive built)")

@@ -3,6 +3,8 @@ latest, or a time range, with the bytes each implies), progress with the reason 
 from __future__ import annotations
 
 import datetime as dt
+import time
+from typing import Callable
 
 from PySide6.QtCore import QDate, QDateTime, Qt, QTimeZone, Signal
 from PySide6.QtWidgets import (QButtonGroup, QDateEdit, QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
@@ -58,9 +60,12 @@ class MemberView(QWidget):
     cancel_requested = Signal(str)
     resume_requested = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, parent: QWidget | None = None, clock: Callable[[], float] = time.time):
         super().__init__(parent)
+        self.clock = clock                 # the engine's time (fake clocks in tests): today's date without a span
         self.state: CommunityState | None = None
+        self.shown_policy: tuple | None = None   # the engine's (policy, from, to) the controls were last set to
+        self.shown_span: tuple | None = None     # the archive span the date pickers were last set to
         self.wanted: set[str] = set()      # archives the current choice asks for
         self.live: dict[str, str] = {}      # archive id -> what the engine last said about it (events)
         self.title = QLabel("")
@@ -99,6 +104,10 @@ class MemberView(QWidget):
             d.setTimeZone(QTimeZone.utc())
             d.dateChanged.connect(self._preview)
         self.group.idToggled.connect(lambda *_: self._preview())
+        self.range_error = QLabel("")          # an inverted range is refused here; nothing goes to the engine
+        self.range_error.setObjectName("rangeError")
+        self.range_error.setWordWrap(True)
+        self.range_error.setVisible(False)
         row = QHBoxLayout()
         row.addWidget(self.range_btn)
         row.addWidget(QLabel("from"))
@@ -117,6 +126,7 @@ class MemberView(QWidget):
         for w in (self.all_btn, self.latest_btn):
             cl.addWidget(w)
         cl.addLayout(row)
+        cl.addWidget(self.range_error)
         cl.addLayout(arow)
 
         self.progress = QProgressBar()
@@ -166,11 +176,37 @@ class MemberView(QWidget):
                 selected_archives(archives, p, *self._range())
             btn.setText(f"{label} ({plural(len(sel), 'archive')}, {fmt_bytes(sum(a.size for a in sel))})"
                         + (":" if p == DownloadPolicy.RANGE else ""))
+        pending = self.state is not None and not self._matches_engine()
         self.implied.setText(f"{plural(len(chosen), 'archive')}, {fmt_bytes(sum(a.size for a in chosen))}"
-                             f" ({fmt_bytes(sum(a.size for a in need))} still to download)")
+                             f" ({fmt_bytes(sum(a.size for a in need))} still to download)"
+                             + (" · not applied yet: press Download selection" if pending else ""))
+        problem = self.range_problem()
+        self.range_error.setText(problem)
+        self.range_error.setVisible(bool(problem))
+
+    def _matches_engine(self) -> bool:
+        """Do the controls show the engine's policy (ranges compared by day, as the pickers show them)?"""
+        c = self.state
+        pol = self.policy()[0]
+        if c is None or pol != c.policy:
+            return False
+        if pol != DownloadPolicy.RANGE or c.range_start is None or c.range_end is None:
+            return True
+        return (self.date_from.date(), self.date_to.date()) == (to_qdate(c.range_start), to_qdate(c.range_end - 1))
+
+    def range_problem(self) -> str:
+        """A plain sentence when the chosen range cannot be applied, else ""."""
+        if self.range_btn.isChecked() and self.date_from.date() > self.date_to.date():
+            return (f"The range ends ({self.date_to.date().toString('yyyy-MM-dd')}) before it starts "
+                    f"({self.date_from.date().toString('yyyy-MM-dd')}): choose a \"to\" date on or after the "
+                    "\"from\" date.")
+        return ""
 
     def _apply(self) -> None:
-        if self.state:
+        problem = self.range_problem()
+        self.range_error.setText(problem)
+        self.range_error.setVisible(bool(problem))
+        if self.state and not problem:
             pol, s, e = self.policy()
             self.policy_chosen.emit(self.state.community_id, pol, s, e)
 
@@ -180,28 +216,55 @@ class MemberView(QWidget):
         self.title.setText(f"{c.name} · member")
         self.banner.setText(f"Waiting: {c.waiting_reason}" if c.waiting_reason else "")
         self.banner.setVisible(bool(c.waiting_reason))
-        pol, s, e = (c.policy, c.range_start, c.range_end)
-        self.wanted = {a.archive_id for a in selected_archives(list(c.archives), pol, s, e)}
+        engine_policy = (c.policy, c.range_start, c.range_end)
+        wanted = selected_archives(list(c.archives), *engine_policy)
+        changed = {a.archive_id for a in wanted} != self.wanted
+        self.wanted = {a.archive_id for a in wanted}
         self.model.replace_all(list(c.archives))
-        local = sum(1 for a in c.archives if a.local)
+        if changed and self.model.rowCount():     # "Chosen" and "State" depend on the choice, not on the row
+            self.model.dataChanged.emit(self.model.index(0, 0),
+                                        self.model.index(self.model.rowCount() - 1, self.model.columnCount() - 1))
         imported = sum(1 for a in c.archives if a.imported)
         self.counts.setText(f"{len(c.archives)} archives on offer · {len(self.wanted)} chosen · {imported} imported")
-        if first and c.archives:
-            lo, hi = min(a.start for a in c.archives), max(a.end for a in c.archives)
-            for d in (self.date_from, self.date_to):
-                d.setDateRange(to_qdate(lo), to_qdate(hi))
-            self.date_from.setDate(to_qdate(lo))
-            self.date_to.setDate(to_qdate(hi - 1))
-            {DownloadPolicy.ALL: self.all_btn, DownloadPolicy.LATEST: self.latest_btn,
-             DownloadPolicy.RANGE: self.range_btn}.get(c.policy, self.all_btn).setChecked(True)
-            if c.policy == DownloadPolicy.RANGE and c.range_start is not None and c.range_end is not None:
-                self.set_range(c.range_start, c.range_end)
-        pol, s, e = (c.policy, c.range_start, c.range_end)
-        wanted = selected_archives(list(c.archives), pol, s, e)
+        self._show_span(c, first)
+        if first or engine_policy != self.shown_policy:
+            self._show_policy(c)
         self.progress.setFormat("%v of %m chosen archives imported")
         self.progress.setMaximum(max(1, len(wanted)))
         self.progress.setValue(sum(1 for a in wanted if a.imported))
         self._preview()
+
+    def _show_span(self, c: CommunityState, first: bool) -> None:
+        """The date pickers cover the archive span the node knows (earliest start to latest end); they start at it
+        (never at Qt's 2000-01-01), and follow it as it grows unless a range is chosen."""
+        span = c.archive_span
+        if span is None:
+            if first:
+                today = to_qdate(int(self.clock()))
+                for d in (self.date_from, self.date_to):
+                    d.clearMinimumDate()
+                    d.clearMaximumDate()
+                    d.setDate(today)
+            return
+        if span == self.shown_span and not first:
+            return
+        lo, hi = span
+        for d in (self.date_from, self.date_to):
+            d.setDateRange(to_qdate(min(lo, c.range_start or lo)), to_qdate(max(hi, c.range_end or hi) - 1))
+        if c.policy != DownloadPolicy.RANGE or c.range_start is None or c.range_end is None:
+            self.date_from.setDate(to_qdate(lo))
+            self.date_to.setDate(to_qdate(hi - 1))
+        self.shown_span = span
+
+    def _show_policy(self, c: CommunityState) -> None:
+        """The radio buttons and dates show the engine's (saved) policy: at first sight and whenever it changes
+        from outside; the person's own unapplied choice stays otherwise."""
+        self.shown_policy = (c.policy, c.range_start, c.range_end)
+        {DownloadPolicy.ALL: self.all_btn, DownloadPolicy.LATEST: self.latest_btn,
+         DownloadPolicy.RANGE: self.range_btn}.get(c.policy, self.all_btn).setChecked(True)
+        if c.policy == DownloadPolicy.RANGE and c.range_start is not None and c.range_end is not None:
+            self.set_range(c.range_start, c.range_end)
+        self.range_error.setVisible(False)
 
     def on_event(self, e) -> None:
         """Per-archive progress from the engine's events (status-go names), between two snapshots."""

@@ -1,9 +1,11 @@
-"""A standalone Spark cluster (one master, one worker) on 127.0.0.1, started from the installed pyspark.
+"""A standalone Spark cluster (one master, 0 or 1 worker) on 127.0.0.1, started from the installed pyspark.
 
 For tests and for trying cluster mode on one machine: `with StandaloneCluster(workdir) as c: c.master_url`.
 Ports are chosen by Spark (port 0) and read back from the daemons' logs. The input store and archive folders must
 sit where the executors can read them (here: the same file system).
-Also runnable: `python -m core.pipeline.cluster WORKDIR` prints the master URL and runs until Ctrl-C.
+The worker gets a clean environment, like a separate machine: no PYTHONPATH into the checkout (the driver ships
+the code as a zip), and `python3` on its PATH is `python` (default: this interpreter, as if its venv were active).
+Also runnable: `python -m core.pipeline.cluster WORKDIR [--no-worker]` prints the master URL, runs until Ctrl-C.
 """
 from __future__ import annotations
 
@@ -15,8 +17,6 @@ import threading
 from pathlib import Path
 
 import pyspark
-
-from core.pipeline.session import prepare_environment
 
 _MASTER_RE = re.compile(r"Starting Spark master at (spark://[\w.\-]+:\d+)")
 _REGISTERED_RE = re.compile(r"Successfully registered with master")
@@ -68,33 +68,40 @@ class _Daemon:
 
 
 class StandaloneCluster:
-    def __init__(self, workdir: Path | str, *, cores: int = 2, memory: str = "1g", timeout: float = 180.0):
+    def __init__(self, workdir: Path | str, *, cores: int = 2, memory: str = "1g", timeout: float = 180.0,
+                 worker: bool = True, host: str = "127.0.0.1", python: str = sys.executable):
         self.workdir = Path(workdir)
         self.cores, self.memory, self.timeout = cores, memory, timeout
+        self.with_worker, self.host, self.python = worker, host, python
         self.master: _Daemon | None = None
         self.worker: _Daemon | None = None
         self.master_url: str | None = None
 
     def _env(self) -> dict:
-        prepare_environment()
-        env = dict(os.environ)
-        env.update({"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")}
+        path = env.get("PATH", "")
+        env.update({"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": self.host,
                     "SPARK_LOG_DIR": str(self.workdir / "logs"), "SPARK_WORKER_DIR": str(self.workdir / "work"),
-                    "SPARK_NO_DAEMONIZE": "1"})
+                    "SPARK_NO_DAEMONIZE": "1",
+                    "PATH": str(Path(self.python).parent) + (os.pathsep + path if path else "")})
         return env
 
     def start(self) -> str:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        env = self._env()
-        self.master = _Daemon(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0",
-                               "--webui-port", "0"], self.workdir / "master.log", _MASTER_RE, env)
+        self.master = _Daemon(["org.apache.spark.deploy.master.Master", "--host", self.host, "--port", "0",
+                               "--webui-port", "0"], self.workdir / "master.log", _MASTER_RE, self._env())
         self.master_url = self.master.wait(self.timeout, "Spark master").group(1)
-        self.worker = _Daemon(["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port", "0",
+        if self.with_worker:
+            self.start_worker()
+        return self.master_url
+
+    def start_worker(self) -> None:
+        self.worker = _Daemon(["org.apache.spark.deploy.worker.Worker", "--host", self.host, "--port", "0",
                                "--webui-port", "0", "--cores", str(self.cores), "--memory", self.memory,
                                "--work-dir", str(self.workdir / "work"), self.master_url],
-                              self.workdir / "worker.log", _REGISTERED_RE, env)
+                              self.workdir / "worker.log", _REGISTERED_RE, self._env())
         self.worker.wait(self.timeout, "Spark worker")
-        return self.master_url
 
     def stop(self) -> None:
         for d in (self.worker, self.master):
@@ -114,7 +121,8 @@ class StandaloneCluster:
 
 
 if __name__ == "__main__":
-    with StandaloneCluster(sys.argv[1] if len(sys.argv) > 1 else "spark-cluster") as c:
+    args = [a for a in sys.argv[1:] if a != "--no-worker"]
+    with StandaloneCluster(args[0] if args else "spark-cluster", worker="--no-worker" not in sys.argv) as c:
         print(c.master_url, flush=True)
         try:
             c.master.proc.wait()

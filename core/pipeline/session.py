@@ -4,18 +4,26 @@ Every Spark call runs on the owner's thread, so a GUI or CLI thread never blocks
 `SparkJob` at once, whose `progress()` (fraction of tasks done, from `statusTracker()`) and `cancel()` (job group)
 are safe to call from any thread. The session is created lazily, on the first job or on `warm()`.
 
-Configuration follows DEPENDENCIES.md: loopback only, UI and console progress off, log4j to a file at error level,
-UTC, few shuffle partitions, driver memory and direct-memory cap fixed before the JVM starts, and the Python
-workers run this interpreter (`PYSPARK_PYTHON = sys.executable`).
+Configuration follows DEPENDENCIES.md: UI and console progress off, log4j to a file at error level (driver only),
+UTC, few shuffle partitions, driver memory and direct-memory cap fixed before the JVM starts. Local mode stays on
+127.0.0.1 and its Python workers run this interpreter. On a standalone master (`spark://HOST:PORT`) the driver
+advertises the local address that routes to the master (`driver_network`), executors run their own `python3` (or
+`SparkSettings.executor_python`) and receive the project's code as a zip (`project_zip`); nothing driver-local
+(paths into the checkout, this interpreter, the log4j file) is handed to them. A watchdog fails a job whose
+application has had no executor for `worker_timeout` seconds (`JobFailed`) instead of waiting forever.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import queue
+import socket
 import sys
 import tempfile
 import threading
+import time
+import zipfile
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +53,106 @@ class JobCancelled(Exception):
     """A Spark job was cancelled through its job group; nothing it would have written was written."""
 
 
+class JobFailed(Exception):
+    """A Spark job could not run (e.g. no worker left on a standalone master); the message is one line for the user."""
+
+
+class SparkConfigError(ValueError):
+    """The settings cannot be turned into a session (e.g. no local address routes to the master)."""
+
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def is_cluster_master(master: str) -> bool:
+    return master.startswith("spark://")
+
+
+def master_host_port(master: str) -> tuple[str, int]:
+    """`spark://h1:7077[,h2:7077]` -> the first master's (host, port); IPv6 literals in brackets."""
+    if not is_cluster_master(master):
+        raise SparkConfigError(f"not a standalone master URL: {master}")
+    first = master[len("spark://"):].split(",")[0].strip("/")
+    host, sep, port = first.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise SparkConfigError(f"Spark master URL needs host and port: {master}")
+    return host.strip("[]"), int(port)
+
+
+def local_address_towards(host: str, port: int) -> str:
+    """The local address the OS would use to reach host:port: a UDP socket connect() sends no packet."""
+    try:
+        infos = socket.getaddrinfo(host, port, 0, socket.SOCK_DGRAM)
+    except OSError as e:
+        raise SparkConfigError(f"cannot resolve the Spark master {host}: {e}; pass --driver-host") from None
+    infos.sort(key=lambda i: i[0] != socket.AF_INET)   # prefer IPv4, as the master and workers bind it
+    for family, _, _, _, addr in infos:
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            try:
+                s.connect(addr)
+                return s.getsockname()[0]
+            except OSError:
+                continue
+    raise SparkConfigError(f"no local address routes to the Spark master {host}:{port}; pass --driver-host")
+
+
+def driver_network(master: str, *, host: str | None = None, bind: str | None = None, port: int | None = None,
+                   block_manager_port: int | None = None,
+                   route: Callable[[str, int], str] = local_address_towards) -> dict[str, str]:
+    """Driver address settings. Local mode: 127.0.0.1. Standalone master: the local address that routes to the
+    master. Explicit values win (`host` is what executors connect to, `bind` where the driver listens: differ
+    behind NAT; `bind` defaults to `host`, as in Spark); fixed ports for firewalls (0 or None: any free port)."""
+    if host is None:
+        host = route(*master_host_port(master)) if is_cluster_master(master) else "127.0.0.1"
+    conf = {"spark.driver.host": host, "spark.driver.bindAddress": bind or host}
+    if port:
+        conf["spark.driver.port"] = str(port)
+    if block_manager_port:
+        conf["spark.driver.blockManager.port"] = str(block_manager_port)
+    return conf
+
+
+def _project_files(root: Path = PROJECT_ROOT) -> list[Path]:
+    return sorted(p for p in (root / "core").rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def project_zip(cache_dir: Path | str | None = None, root: Path = PROJECT_ROOT) -> Path:
+    """The project's Python code (`core/**/*.py`) as a zip for the executors' sys.path (`addPyFile`).
+
+    Built once per version: the name carries a digest of every file's path and bytes, so an unchanged checkout
+    reuses the cached zip and any edit makes a new one. Deterministic bytes (sorted, fixed timestamps); written to
+    a temporary name and renamed, so a concurrent builder never sees half a zip."""
+    files = _project_files(root)
+    digest = hashlib.sha256()
+    for f in files:
+        rel = f.relative_to(root).as_posix().encode()
+        data = f.read_bytes()
+        digest.update(len(rel).to_bytes(4, "big") + rel + len(data).to_bytes(8, "big") + data)
+    cache = Path(cache_dir) if cache_dir else _cache_home() / "archivist" / "spark-pyfiles"
+    out = cache / f"archivist-core-{digest.hexdigest()[:16]}.zip"
+    if out.exists():
+        return out
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in files:
+            info = zipfile.ZipInfo(f.relative_to(root).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, f.read_bytes())
+    os.replace(tmp, out)
+    return out
+
+
+def _cache_home() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg) if xdg else Path.home() / ".cache"
+
+
+def no_worker_message(master: str) -> str:
+    return f"no Spark worker is available at {master}: start a worker or use --master local[*]"
+
+
 @dataclass
 class SparkSettings:
     master: str = DEFAULT_MASTER              # "local[*]" or "spark://host:port"
@@ -54,17 +162,41 @@ class SparkSettings:
     max_direct_memory: str = "1g"             # big blobs travel through Python workers; cap off-heap use
     shuffle_partitions: int = 4
     log_dir: str | None = None                # Spark's own log file goes here (default: a temp folder)
+    driver_host: str | None = None            # address executors connect to (default: see driver_network)
+    driver_bind: str | None = None            # address the driver listens on (default: driver_host)
+    driver_port: int | None = None            # fixed ports for firewalls / NAT (default: any free port)
+    block_manager_port: int | None = None
+    executor_python: str | None = None        # cluster mode: the executors' interpreter (default: their python3)
+    worker_timeout: float = 60.0              # cluster mode: fail a job after this long without any executor
+    pyfiles_cache: str | None = None          # where project_zip() keeps its zips (default: ~/.cache/archivist)
     extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cluster(self) -> bool:
+        return is_cluster_master(self.master)
+
+    def network(self) -> dict[str, str]:
+        return driver_network(self.master, host=self.driver_host, bind=self.driver_bind, port=self.driver_port,
+                              block_manager_port=self.block_manager_port)
+
+    def python_exec(self) -> str:
+        """What Spark runs as the Python worker (`sc.pythonExec`): on the executors, and on the driver to plan
+        Python data sources. Local mode: this interpreter. Cluster: `executor_python`, else each machine's python3."""
+        return (self.executor_python or "python3") if self.cluster else sys.executable
+
+    def py_files(self) -> list[Path]:
+        """Code shipped with the job (cluster mode only; local executors import the checkout directly)."""
+        return [project_zip(self.pyfiles_cache)] if self.cluster else []
 
     def conf(self) -> dict[str, str]:
         log_dir = Path(self.log_dir or Path(tempfile.gettempdir()) / f"archivist-spark-{os.getuid()}")
         log_dir.mkdir(parents=True, exist_ok=True)
         props = log_dir / "log4j2.properties"
         props.write_text(_LOG4J.format(path=log_dir / "spark.log"))
-        java_opts = f"-XX:MaxDirectMemorySize={self.max_direct_memory} -Dlog4j2.configurationFile=file:{props}"
+        memory_opts = f"-XX:MaxDirectMemorySize={self.max_direct_memory}"
+        python = self.python_exec()
         conf = {
-            "spark.driver.host": "127.0.0.1",
-            "spark.driver.bindAddress": "127.0.0.1",
+            **self.network(),
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.session.timeZone": "UTC",
@@ -72,28 +204,45 @@ class SparkSettings:
             "spark.default.parallelism": str(max(2, self.shuffle_partitions)),
             "spark.driver.memory": self.driver_memory,
             "spark.executor.memory": self.executor_memory,
-            "spark.driver.extraJavaOptions": java_opts,
-            "spark.executor.extraJavaOptions": java_opts,
-            "spark.pyspark.python": sys.executable,
+            # The log4j file is the driver's: executors log with their worker's configuration (work/app-*/*/stderr).
+            "spark.driver.extraJavaOptions": f"{memory_opts} -Dlog4j2.configurationFile=file:{props}",
+            "spark.executor.extraJavaOptions": memory_opts,
+            "spark.pyspark.python": python,
             "spark.pyspark.driver.python": sys.executable,
-            "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
-            "spark.executorEnv.PYTHONPATH": str(Path(__file__).resolve().parents[2]),  # executors import core.*
+            "spark.executorEnv.PYSPARK_PYTHON": python,
             "spark.python.worker.reuse": "true",
             "spark.sql.execution.pyspark.udf.faulthandler.enabled": "true",
             # Arrow batches into Python workers: bounded by bytes too, so 1 MB payloads don't make 10 GB batches.
             "spark.sql.execution.arrow.maxBytesPerBatch": str(64 << 20),
         }
+        if not self.cluster:   # local executors are this process: they import the checkout
+            conf["spark.executorEnv.PYTHONPATH"] = str(PROJECT_ROOT)
         conf.update(self.extra)
         return conf
 
 
-def prepare_environment() -> None:
-    """Environment the JVM and its Python workers must see (DEPENDENCIES.md, Spark row)."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+def prepare_environment(settings: SparkSettings | None = None) -> None:
+    """Environment of the driver's JVM and its Python workers (DEPENDENCIES.md, Spark row). pyspark reads
+    PYSPARK_PYTHON when the context starts and hands it to every Python function (`sc.pythonExec`)."""
+    settings = settings or SparkSettings()
+    python = settings.python_exec()
+    os.environ["PYSPARK_PYTHON"] = python
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Executors import core.*: make the project importable even when it is not installed.
-    root = str(Path(__file__).resolve().parents[2])
+    if settings.cluster:
+        net = settings.network()
+        bind = net["spark.driver.bindAddress"]
+        os.environ["SPARK_LOCAL_IP"] = net["spark.driver.host"] if bind in ("0.0.0.0", "::") else bind
+        # The driver also plans Python data sources with `python3`: on this machine that is this interpreter
+        # (what activating its venv would do); workers resolve python3 on their own PATH.
+        here = Path(sys.executable).parent
+        if os.sep not in python and (here / python).exists():
+            path = os.environ.get("PATH", "")
+            if str(here) not in path.split(os.pathsep):
+                os.environ["PATH"] = str(here) + (os.pathsep + path if path else "")
+    else:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # The driver's own Python workers import core.* from the checkout even when it is not installed.
+    root = str(PROJECT_ROOT)
     pp = os.environ.get("PYTHONPATH", "")
     if root not in pp.split(os.pathsep):
         os.environ["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
@@ -108,6 +257,7 @@ class SparkJob:
         self.description = description
         self.future: Future = Future()
         self.cancel_requested = threading.Event()
+        self.failure: JobFailed | None = None  # set by the owner's watchdog; reported instead of what Spark raised
         self.expected_tasks = 0  # set by jobs that run several Spark jobs (toLocalIterator) to keep progress monotone
 
     def result(self, timeout: float | None = None) -> Any:
@@ -182,27 +332,56 @@ class SparkOwner:
                 continue
             if not job.future.set_running_or_notify_cancel():
                 continue
+            stop_watch = threading.Event()
             try:
                 spark = self._session()
+                if self.settings.cluster:
+                    threading.Thread(target=self._watch_workers, args=(job, spark, stop_watch), daemon=True,
+                                     name=f"spark-watchdog-{job.group}").start()
                 spark.sparkContext.setJobGroup(job.group, job.description, interruptOnCancel=True)
                 try:
                     res = fn(spark, job)
                 finally:
+                    stop_watch.set()
                     spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
                 job.future.set_result(res)
             except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
+                stop_watch.set()
                 job.future.set_exception(_translate_cancel(e, job))
         self._stop_session()
 
+    def _watch_workers(self, job: SparkJob, spark, stop: threading.Event, interval: float = 1.0) -> None:
+        """Cluster mode: while the job runs, fail it once the application has had no executor for
+        `worker_timeout` s (every worker dead or none started; Spark itself would wait forever at 0 %)."""
+        sc = spark.sparkContext
+        since = time.monotonic()
+        while not stop.wait(interval):
+            try:
+                executors = executor_count(sc)
+            except Exception:  # noqa: BLE001 - the context is stopping; the job ends on its own
+                return
+            if executors > 0:
+                since = time.monotonic()
+                continue
+            if time.monotonic() - since >= self.settings.worker_timeout:
+                if job.failure is None:
+                    job.failure = JobFailed(no_worker_message(self.settings.master))
+                try:   # again every interval: a Spark job the code submits after this one is cancelled too
+                    sc.cancelJobGroup(job.group)
+                except Exception:  # noqa: BLE001
+                    return
+
     def _session(self):
         if self._spark is None:
-            prepare_environment()
+            prepare_environment(self.settings)
             from pyspark.sql import SparkSession
             b = SparkSession.builder.master(self.settings.master).appName(self.settings.app_name)
             for k, v in self.settings.conf().items():
                 b = b.config(k, v)
             spark = b.getOrCreate()
             spark.sparkContext.setLogLevel("ERROR")
+            for path in self.settings.py_files():   # before any Python function is wrapped (sources, UDFs)
+                spark.sparkContext.addPyFile(str(path))
             from core.pipeline.source import register_sources
             register_sources(spark)
             self._spark = spark
@@ -242,7 +421,17 @@ def _warm_up(spark, job) -> int:
     return warm_up_build(spark)
 
 
+def executor_count(sc) -> int:
+    """Executors registered with the application now (the driver's own block manager is not one)."""
+    infos = sc._jsc.sc().statusTracker().getExecutorInfos()
+    return max(0, len(infos) - 1)
+
+
 def _translate_cancel(e: BaseException, job: SparkJob) -> BaseException:
+    if job.failure is not None and isinstance(e, Exception):
+        err = job.failure
+        err.__cause__ = e
+        return err
     if isinstance(e, JobCancelled):
         return e
     if job.cancel_requested.is_set() and isinstance(e, Exception):

@@ -116,7 +116,9 @@ def test_session_settings_follow_dependencies_md(tmp_path):
     conf = SparkSettings(master="spark://127.0.0.1:7077", log_dir=str(tmp_path)).conf()
     assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert conf["spark.ui.enabled"] == "false" and conf["spark.ui.showConsoleProgress"] == "false"
-    assert conf["spark.sql.session.timeZone"] == "UTC" and conf["spark.pyspark.python"] == sys.executable
+    assert conf["spark.sql.session.timeZone"] == "UTC" and conf["spark.pyspark.python"] == "python3"  # the worker's
+    local = SparkSettings(master="local[*]", log_dir=str(tmp_path)).conf()
+    assert local["spark.pyspark.python"] == sys.executable
     assert "-XX:MaxDirectMemorySize=" in conf["spark.driver.extraJavaOptions"]
     props = (tmp_path / "log4j2.properties").read_text()
     assert "rootLogger.level = error" in props and str(tmp_path / "spark.log") in props

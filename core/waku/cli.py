@@ -11,6 +11,7 @@ from pathlib import Path
 
 
 def cmd_wakunode(a) -> int:
+    from core.waku.connection_limits import ConnectionLimits
     from core.waku.embedded import EmbeddedWakuBackend
     from core.waku.message import DEFAULT_MAX_MESSAGE_SIZE
     from core.waku.node import NodeConfig
@@ -23,7 +24,13 @@ def cmd_wakunode(a) -> int:
                      cluster_id=a.cluster, shards=tuple(a.shard or [32]), key_path=a.key, store=store,
                      pubsub_topics=tuple(a.pubsub_topic) or None,
                      max_message_size=a.max_message_size or DEFAULT_MAX_MESSAGE_SIZE,
-                     max_future_s=a.max_future_s, read_timeout_s=a.read_timeout_s)
+                     max_future_s=a.max_future_s, read_timeout_s=a.read_timeout_s,
+                     limits=ConnectionLimits(max_incoming=a.max_incoming, max_incoming_per_ip=a.max_incoming_per_ip,
+                                             max_handshakes=a.max_handshakes,
+                                             handshake_timeout_s=a.handshake_timeout_s,
+                                             max_streams_per_conn=a.max_streams_per_conn,
+                                             outbound_reserve=a.outbound_reserve),
+                     protected_peers=tuple(a.protected_peer))
     node = EmbeddedWakuBackend(cfg)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -56,6 +63,7 @@ def cmd_wakunode(a) -> int:
 
 
 def register(sub) -> None:
+    from core.waku.connection_limits import ConnectionLimits
     p = sub.add_parser("wakunode", help="run a standalone Waku node (relay, store, metadata, lightpush)")
     p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     p.add_argument("--tcp-port", type=int, default=0, help="TCP port (default: any free port)")
@@ -74,6 +82,22 @@ def register(sub) -> None:
                    help="refuse messages dated more than this many seconds ahead (default 20, nwaku's)")
     p.add_argument("--read-timeout-s", type=float, default=10.0,
                    help="store/lightpush/metadata streams that send nothing for this long are reset (default 10)")
-    p.add_argument("--peer", action="append", help="multiaddr to dial at start (repeatable)")
+    d = ConnectionLimits()
+    p.add_argument("--max-incoming", type=int, default=d.max_incoming,
+                   help=f"incoming connections of unprotected peers (default {d.max_incoming})")
+    p.add_argument("--max-incoming-per-ip", type=int, default=d.max_incoming_per_ip,
+                   help=f"incoming connections per remote IP (default {d.max_incoming_per_ip})")
+    p.add_argument("--max-handshakes", type=int, default=d.max_handshakes,
+                   help=f"incoming connections in their handshake; the oldest is dropped beyond "
+                        f"(default {d.max_handshakes})")
+    p.add_argument("--handshake-timeout-s", type=float, default=d.handshake_timeout_s,
+                   help=f"deadline of an incoming connection's handshake (default {d.handshake_timeout_s})")
+    p.add_argument("--max-streams-per-conn", type=int, default=d.max_streams_per_conn,
+                   help=f"inbound streams open at once on one connection (default {d.max_streams_per_conn})")
+    p.add_argument("--outbound-reserve", type=int, default=d.outbound_reserve,
+                   help=f"connections kept for dialled and protected peers (default {d.outbound_reserve})")
+    p.add_argument("--protected-peer", action="append", default=[],
+                   help="peer id always admitted, never refused for limits (repeatable; --peer peers are too)")
+    p.add_argument("--peer", action="append", help="multiaddr to dial at start (repeatable; protected)")
     p.add_argument("--print-messages", action="store_true", help="print one JSON line per relayed message")
     p.set_defaults(func=cmd_wakunode)

@@ -18,10 +18,23 @@ tests/unit/waku/test_libp2p_fixes.py).
    (a secp256k1 key serialization, ~0.4 ms) each time: cached per host for SENDER_RECORD_TTL_S.
 10. A listener that cannot bind (port in use) is only logged and the host runs without that address:
     check_listening() turns it into an error (test: tests/integration/waku/test_faults.py).
+11. Swarm._handle_inbound_connection holds its inbound slot (`max_connections - min_connections`, 250 by
+    default) until the *swarm* stops, not the connection: after 250 incoming connections in a node's life every
+    new one is refused. It has no per-IP limit, and a silent socket holds its slot for `inbound_upgrade_timeout`
+    (10 s). Replaced per swarm by our handler: a slot per connection for as long as it lives, per-IP and
+    handshake limits with a short deadline (connection_limits.InboundGate). The remote IP of a WebSocket
+    connection is read from trio-websocket (py-libp2p's get_remote_address() there always returns None).
+12. `max_connections` also gates outbound dials (`_dial_addr_single_attempt`, `add_conn`) and the pruner closes
+    unprotected peers above the high watermark: `max_connections` = incoming limit + an outbound reserve,
+    no pruning below it, and every peer we dial is protected in the swarm's tag store.
+13. No per-connection stream limit in yamux or mplex: inbound streams beyond the limit are reset.
+Fixes 11-13: tests in tests/unit/waku/test_libp2p_fixes.py and tests/integration/waku/test_connection_limits.py.
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
+import logging
 import time
 import weakref
 from typing import Callable
@@ -29,6 +42,10 @@ from typing import Callable
 import trio
 from libp2p.crypto.keys import KeyPair
 from libp2p.crypto.x25519 import create_new_key_pair as new_x25519
+from libp2p.network.config import ConnectionConfig
+from libp2p.network.connection.raw_connection import RawConnection
+from libp2p.network.exceptions import SwarmException
+from libp2p.rcmgr import Direction
 from libp2p.custom_types import TProtocol
 from libp2p.pubsub import gossipsub as _gossipsub_module
 from libp2p.pubsub import pubsub as _pubsub_module
@@ -41,6 +58,8 @@ from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 
 from core.varint import DecodeError
+
+log = logging.getLogger(__name__)
 
 WAKU_RELAY_PROTOCOL = TProtocol("/vac/waku/relay/2.0.0")
 SEND_QUEUE_SIZE = 4096          # per-peer outbound RPCs (py-libp2p: 32)
@@ -192,6 +211,105 @@ def cached_env_to_send_in_RPC(host) -> tuple[bytes, bool]:
 def install_sender_record_cache() -> None:
     _pubsub_module.env_to_send_in_RPC = cached_env_to_send_in_RPC
     _gossipsub_module.env_to_send_in_RPC = cached_env_to_send_in_RPC
+
+
+# --- fixes 11-13: connection limits (policy in connection_limits.py) ---
+def connection_config(limits) -> ConnectionConfig:
+    """fix 12: py-libp2p's total cap = incoming limit + outbound reserve; the pruner never trims below it."""
+    total = limits.max_connections
+    return ConnectionConfig(max_connections=total, min_connections=0, low_watermark=total, high_watermark=total,
+                            inbound_upgrade_timeout=limits.handshake_timeout_s)
+
+
+_inbound_ticket: contextvars.ContextVar = contextvars.ContextVar("waku_inbound_ticket", default=None)
+
+
+def _remote_ip(swarm, rwc) -> str:
+    try:
+        maddr = swarm._build_remote_multiaddr(rwc)
+    except Exception:
+        maddr = None
+    if maddr is None:  # WebSocket: P2PWebSocketConnection.get_remote_address() is a stub returning None
+        try:  # trio-websocket's stream: a SocketStream, or (shared port) a PeekableStream with .socket
+            return str(rwc._ws_connection._stream.socket.getpeername()[0])
+        except Exception:
+            return "?"
+    parts = str(maddr).split("/")
+    return parts[2] if len(parts) > 2 else "?"
+
+
+async def _close_quietly(closer) -> None:
+    with trio.CancelScope(shield=True), trio.move_on_after(2):
+        try:
+            await closer.close()
+        except Exception:
+            pass
+
+
+def incoming_unprotected(swarm, is_protected) -> int:
+    """Established incoming connections of peers that are not protected."""
+    n = 0
+    for peer, conns in swarm.connections.items():
+        if is_protected(peer):
+            continue
+        n += sum(1 for c in conns if getattr(c, "direction", None) == Direction.INBOUND)
+    return n
+
+
+def install_connection_limits(swarm, gate) -> None:
+    """fixes 11 and 13: our inbound handler (per connection slot, per-IP and handshake limits through `gate`,
+    an `InboundGate`) and an inbound stream limit per connection."""
+    upstream_add_conn = swarm.add_conn
+
+    async def handle_inbound(rwc, maddr) -> None:
+        ticket = gate.open(_remote_ip(swarm, rwc))
+        if ticket is None:
+            await _close_quietly(rwc)
+            return
+        try:
+            remote = swarm._build_remote_multiaddr(rwc)
+            if remote is not None and not await swarm.connection_gate.is_allowed(remote):
+                return
+            with ticket.scope:
+                _inbound_ticket.set(ticket)
+                await swarm.upgrade_inbound_raw_conn(RawConnection(rwc, False), maddr)
+                if ticket.conn is not None:
+                    await ticket.conn.event_closed.wait()  # upstream waits for the swarm to stop (fix 11)
+        except Exception as e:
+            log.debug("incoming connection from %s: %s", ticket.ip, e)
+        finally:
+            gate.close(ticket)
+            await _close_quietly(rwc)
+
+    async def add_conn(muxed_conn, direction="unknown"):
+        ticket = _inbound_ticket.get()
+        if direction != "inbound" or ticket is None or ticket.conn is not None:
+            return await upstream_add_conn(muxed_conn, direction)
+        if not gate.established(ticket, muxed_conn.peer_id):
+            await _close_quietly(muxed_conn)
+            raise SwarmException("incoming connection limit reached")
+        ticket.conn = await upstream_add_conn(muxed_conn, direction)
+        return ticket.conn
+
+    upstream_stream_handler = swarm.common_stream_handler
+
+    async def stream_handler(net_stream) -> None:
+        conn = getattr(net_stream, "swarm_conn", None)
+        if conn is not None:
+            inbound = sum(1 for s in conn.streams if getattr(s, "_direction", None) == Direction.INBOUND)
+            if inbound > gate.limits.max_streams_per_conn:
+                gate.refused["streams"] += 1
+                with trio.CancelScope(shield=True), trio.move_on_after(2):
+                    try:
+                        await net_stream.reset()
+                    except Exception:
+                        pass
+                return
+        await upstream_stream_handler(net_stream)
+
+    swarm._handle_inbound_connection = handle_inbound
+    swarm.add_conn = add_conn
+    swarm.common_stream_handler = stream_handler
 
 
 enlarge_send_queues()

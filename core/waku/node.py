@@ -24,7 +24,9 @@ from libp2p.tools.anyio_service.context import background_trio_service
 from core.waku import lightpush, metadata, store_protocol
 from core.waku.identity import load_or_create_identity
 from core.waku.ratelimit import PeerRateLimiter
-from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, disable_auto_connector
+from core.waku.connection_limits import ConnectionLimits, InboundGate
+from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, connection_config, \
+    disable_auto_connector, incoming_unprotected, install_connection_limits
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S
 from core.waku.message import DEFAULT_MAX_FUTURE_S, DEFAULT_MAX_MESSAGE_SIZE, NS, InvalidMessage, WakuMessage, \
     decode_message, encode_message, validate_message
@@ -35,6 +37,8 @@ from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD, InvalidTopic,
 
 log = logging.getLogger(__name__)
 PRUNE_INTERVAL_S = 3600
+PROTECT_STATIC = "waku-static"      # tag-store protection of configured peers ...
+PROTECT_DIALLED = "waku-dialled"    # ... and of every peer we dialled: never refused or pruned for limits
 
 
 @dataclass
@@ -54,6 +58,8 @@ class NodeConfig:
     metadata_disconnect_unsupported: bool = False  # nwaku disconnects peers without metadata
     requests_per_s: float = 100.0           # per-peer store/lightpush limit (token bucket) ...
     request_burst: int = 500                # ... beyond which peers get 429
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)  # incoming, per IP, handshakes, streams
+    protected_peers: tuple[str, ...] = ()   # peer ids always admitted (besides every peer we dial)
     clock: Callable[[], int] = field(default=time.time_ns, repr=False)  # Unix ns, for the timestamp checks
 
     def topics(self) -> tuple[str, ...]:
@@ -101,8 +107,15 @@ class WakuNode:
             addrs.append(multiaddr.Multiaddr(f"/ip4/{config.host}/tcp/{config.ws_port}/ws"))
         self._listen = addrs
         self.host = new_host(key_pair=self.key_pair, sec_opt=_noise(self.key_pair),
-                             muxer_opt={YAMUX_PROTOCOL_ID: Yamux, MPLEX_PROTOCOL_ID: Mplex}, listen_addrs=addrs)
+                             muxer_opt={YAMUX_PROTOCOL_ID: Yamux, MPLEX_PROTOCOL_ID: Mplex}, listen_addrs=addrs,
+                             connection_config=connection_config(config.limits))
         disable_auto_connector(self.host)
+        swarm = self.host.get_network()
+        for p in config.protected_peers:
+            swarm.protect(ID.from_base58(p), PROTECT_STATIC)
+        self.gate = InboundGate(config.limits, is_protected=swarm.tag_store.is_protected,
+                                count_incoming=lambda: incoming_unprotected(swarm, swarm.tag_store.is_protected))
+        install_connection_limits(swarm, self.gate)
         self._rejected_changed = trio.Event()
         self.router = WakuGossipSub()
         self.pubsub = WakuPubsub(self.host, self.router, self._on_pubsub)
@@ -213,8 +226,13 @@ class WakuNode:
     # --- peers and metadata ---
     async def connect(self, addr: str) -> str:
         info = info_from_p2p_addr(multiaddr.Multiaddr(addr))
+        self.host.get_network().protect(info.peer_id, PROTECT_DIALLED)
         await self.host.connect(info)
         return info.peer_id.pretty()
+
+    def connection_stats(self) -> dict:
+        """Incoming connections by state and refusals by reason (connection_limits.InboundGate)."""
+        return self.gate.stats()
 
     def connected_peers(self) -> list[str]:
         return [p.pretty() for p in self.host.get_connected_peers()]

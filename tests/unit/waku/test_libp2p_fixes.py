@@ -174,3 +174,132 @@ def test_fix9_sender_record_is_cached_per_host():
     finally:
         libp2p_fixes._upstream_env_to_send = upstream
     assert len(calls) == 1 and len({f[0] for f in first}) == 1 and first[0][0]
+
+
+async def _until(cond, timeout: float = 5.0) -> None:
+    with trio.fail_after(timeout):
+        while not cond():
+            await trio.sleep(0.01)
+
+
+def test_fix11_inbound_slot_is_released_with_the_connection():
+    from libp2p.network.config import ConnectionConfig
+    from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
+    import multiaddr
+
+    async def main():
+        kp = create_new_key_pair()
+        upstream = new_host(key_pair=kp, sec_opt=noise_only_security(kp), muxer_opt={YAMUX: Yamux},
+                            connection_config=ConnectionConfig())
+        disable_auto_connector(upstream)
+        ours = WakuNode(NodeConfig(ws_port=None))
+        client = WakuNode(NodeConfig(ws_port=None))
+        async with trio.open_nursery() as n, upstream.run([multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]):
+            await n.start(ours.run)
+            await n.start(client.run)
+            up_swarm = upstream.get_network()
+            up_addr = f"{upstream.get_addrs()[0]}"
+            for server_addr, server_swarm in ((up_addr, up_swarm), (ours.listen_addrs()[0], ours.host.get_network())):
+                server_id = ID.from_base58(server_addr.split("/p2p/")[1])
+                await client.connect(server_addr)
+                await _until(lambda: len(server_swarm.get_connections()) == 1)
+                await client.host.disconnect(server_id)
+                await _until(lambda: not server_swarm.get_connections())
+            # upstream: the slot stays taken for the swarm's life (250 connections and no more, ever)
+            await _until(lambda: up_swarm._inbound_limiter.borrowed_tokens == 1)
+            assert up_swarm._inbound_limiter.total_tokens == 250
+            # ours: the connection's slot (and its per-IP count) goes with it
+            await _until(lambda: ours.gate.stats()["per_ip"] == {})
+            assert ours.gate.admitted == 1 and ours.gate.stats()["incoming"] == 0
+            n.cancel_scope.cancel()
+    trio.run(main)
+
+
+def test_fix11_per_ip_and_handshake_limits_in_the_gate():
+    from core.waku.connection_limits import ConnectionLimits, InboundGate
+
+    async def main():
+        gate = InboundGate(ConnectionLimits(max_incoming_per_ip=2, max_handshakes=3, max_incoming=1),
+                           is_protected=lambda p: p == "friend", count_incoming=lambda: 1)
+        a1, a2 = gate.open("10.0.0.1"), gate.open("10.0.0.1")
+        assert a1 and a2 and gate.open("10.0.0.1") is None  # third socket from one IP
+        b1 = gate.open("10.0.0.2")
+        c1 = gate.open("10.0.0.3")  # a fourth handshake evicts the oldest
+        assert a1.scope.cancel_called and not a2.scope.cancel_called and len(gate.handshaking) == 3
+        assert gate.established(b1, "friend")  # protected: admitted although incoming is full
+        assert not gate.established(c1, "stranger")
+        for t in (a1, a2, b1, c1):
+            gate.close(t)
+        assert gate.per_ip == {} and gate.refused == {"per ip": 1, "handshake evicted": 1, "incoming full": 1,
+                                                     "handshake failed": 1}  # a2 closed mid-handshake
+    trio.run(main)
+
+
+def test_fix12_outbound_reserve_and_dialled_peers_are_protected():
+    from dataclasses import fields
+    from libp2p.network.config import ConnectionConfig
+    from core.waku.connection_limits import ConnectionLimits
+    from core.waku.libp2p_fixes import connection_config
+    up = ConnectionConfig()
+    assert (up.max_connections, up.min_connections, up.inbound_upgrade_timeout) == (300, 50, 10.0)  # upstream
+    cfg = connection_config(ConnectionLimits(max_incoming=10, outbound_reserve=5, handshake_timeout_s=2))
+    assert (cfg.max_connections, cfg.min_connections, cfg.low_watermark, cfg.high_watermark) == (15, 0, 15, 15)
+    assert cfg.inbound_upgrade_timeout == 2
+
+    async def main():
+        a = WakuNode(NodeConfig(ws_port=None))
+        b = WakuNode(NodeConfig(ws_port=None, protected_peers=(a.peer_id,)))
+        async with trio.open_nursery() as n:
+            await n.start(a.run)
+            await n.start(b.run)
+            assert b.host.get_network().is_protected(ID.from_base58(a.peer_id))  # configured
+            await a.connect(b.listen_addrs()[0])
+            assert a.host.get_network().is_protected(ID.from_base58(b.peer_id))  # dialled
+            n.cancel_scope.cancel()
+    trio.run(main)
+    assert not [f.name for f in fields(ConnectionConfig) if f.name.startswith(("max_streams", "max_inbound_str"))]
+
+
+def test_fix13_inbound_streams_per_connection_are_limited():
+    from core.waku.connection_limits import ConnectionLimits
+    proto = "/test/hold/1"
+
+    async def main():
+        a = WakuNode(NodeConfig(ws_port=None, limits=ConnectionLimits(max_streams_per_conn=4)))
+        b = WakuNode(NodeConfig(ws_port=None))
+        held, opened, failed = [], [], []
+        release = trio.Event()
+
+        async def hold(stream):
+            held.append(stream)
+            await release.wait()
+        a.host.set_stream_handler(proto, hold)
+
+        async def open_one():
+            try:
+                opened.append(await b.host.new_stream(ID.from_base58(a.peer_id), [proto]))
+            except Exception:
+                failed.append(1)
+        async with trio.open_nursery() as n:
+            await n.start(a.run)
+            await n.start(b.run)
+            await b.connect(a.listen_addrs()[0])
+            async with trio.open_nursery() as opens:
+                for _ in range(10):
+                    opens.start_soon(open_one)
+            assert 0 < len(held) <= 4 and len(failed) >= 6 and a.gate.refused["streams"] >= 6
+            release.set()
+            n.cancel_scope.cancel()
+    trio.run(main)
+
+
+def test_fix11_websocket_connections_are_counted_by_their_ip():
+    async def main():
+        a, b = WakuNode(NodeConfig()), WakuNode(NodeConfig())
+        async with trio.open_nursery() as n:
+            await n.start(a.run)
+            await n.start(b.run)
+            await b.connect(next(x for x in a.listen_addrs() if "/ws" in x))
+            await _until(lambda: a.gate.stats()["per_ip"] == {"127.0.0.1": 1})  # upstream gives no address
+            n.cancel_scope.cancel()
+    trio.run(main)

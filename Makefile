@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 LOCK    := requirements/lock.txt
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run demo gui test test-fast bench proto proto-check setup system lock clean screenshots installer
+.PHONY: run demo gui test test-fast bench fuzz proto proto-check setup system lock clean screenshots installer
 
 run: setup
 	$(BIN)/archivist demo
@@ -24,6 +24,10 @@ test-fast: setup
 
 bench: setup
 	ARCHIVIST_SLOW=1 $(BIN)/python -m pytest tests/bench -s -q
+
+# every decoder of outside data, 1,000,000 inputs each (ARCHIVIST_FUZZ=N to change); `make test` runs 10,000
+fuzz: setup
+	ARCHIVIST_FUZZ=$${ARCHIVIST_FUZZ:-1000000} $(BIN)/python -m tests.fuzz.driver
 
 setup: system $(VENV)/.stamp js-deps
 

@@ -9,8 +9,9 @@ from urllib.parse import parse_qs, urlparse
 from core.archive import codec
 from core.archive.constants import DATA_FILE, INDEX_FILE, PIECE_LENGTH
 from core.archive.errors import ArchiveError
-from core.archive.inspect import ArchiveRow, inspect_path
-from core.archive.torrent import Metainfo, parse_metainfo, piece_hashes
+from core.archive.index_check import plan_reads
+from core.archive.inspect import ArchiveRow, inspect_path, message_count, read_index, read_raw
+from core.archive.torrent import Metainfo, piece_hashes, read_metainfo
 from core.archive.verify import Finding, Report, verify_folder, verify_index_bytes
 
 
@@ -74,12 +75,12 @@ def pinpoint_pieces(mi: Metainfo, folder: Path, report: Report) -> None:
     if data.stat().st_size != mi.file_length(DATA_FILE):
         return  # core already reported torrent-file-size
     try:
-        entries = codec.decode_index(index.read_bytes())
+        entries = codec.decode_index(read_index(index))
     except ArchiveError:
         return
     with open(data, "rb") as f:
-        for aid, e in codec.sorted_entries(entries):
-            if e.offset % PIECE_LENGTH or e.offset + e.size > mi.file_length(DATA_FILE):
+        for aid, e, skip in plan_reads(entries, mi.file_length(DATA_FILE)):   # each byte read at most once
+            if skip or e.offset % PIECE_LENGTH:
                 continue
             f.seek(e.offset)
             got = piece_hashes([f.read(e.size)])
@@ -104,13 +105,6 @@ def _where(at: int, raw_size: int) -> str:
     if at + PIECE_LENGTH > raw_size:
         return f"; this piece holds the archive's last message bytes (up to {raw_size}) and its padding"
     return "; the archive's message bytes were altered"
-
-
-def _find_torrent(folder: Path) -> Path | None:
-    for c in (folder.parent / f"{folder.name}.torrent", folder.parent.parent / "torrents" / f"{folder.name}.torrent"):
-        if c.exists():
-            return c
-    return None
 
 
 def open_codex(cid: str, api_url: str, timeout: float = 30.0) -> InspectorResult:
@@ -194,8 +188,9 @@ class MagnetFetcher:
 
 
 def _peer(text: str) -> tuple[str, int] | None:
-    host, _, port = text.rpartition(":")
-    return (host.strip("[]"), int(port)) if host and port.isdigit() else None
+    host, _, port = text.rpartition(":")   # ASCII digits only: "²".isdigit() is true but int("²") raises (fuzzing)
+    ok = host and port.isascii() and port.isdigit() and 0 < int(port) < 65536
+    return (host.strip("[]"), int(port)) if ok else None
 
 
 def open_source(source: str, torrent: str | None = None, codex_api: str | None = None,
@@ -253,20 +248,21 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
             return res
     tpath = Path(torrent) if torrent else (p if p.suffix == ".torrent" else None)
     if res.folder is not None and (res.folder / INDEX_FILE).exists():
-        if tpath is None:
-            tpath = _find_torrent(res.folder)
-        res.report = verify_folder(res.folder, tpath)
-        if tpath is not None and res.torrent is None:
-            try:
-                res.torrent = parse_metainfo(tpath.read_bytes())
-            except (ArchiveError, OSError):
-                pass
-        if res.torrent is not None:
-            pinpoint_pieces(res.torrent, res.folder, res.report)
+        try:   # the core verifier finds the torrent (only one whose name and file lengths match) and checks it
+            res.report = verify_folder(res.folder, tpath, discover=tpath is None)
+            if res.report.torrent is not None:
+                if res.torrent is None:
+                    res.torrent = read_metainfo(res.report.torrent)
+                pinpoint_pieces(res.torrent, res.folder, res.report)
+        except (ArchiveError, OSError) as e:
+            res.error = f"{getattr(e, 'code', 'unreadable')}: {e}"
     elif p.is_file() and p.suffix != ".torrent":
         res.kind = "index"
         res.report = Report(source)
-        verify_index_bytes(p.read_bytes(), res.report)
+        try:
+            verify_index_bytes(read_index(p), res.report)
+        except (ArchiveError, OSError) as e:
+            res.report.add(getattr(e, "code", "unreadable"), str(e))
     elif res.torrent is not None:
         res.report = Report(source)
         res.report.add("data-missing", f"no folder named {res.torrent.name} beside the torrent: only the torrent's "
@@ -277,15 +273,14 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
 def message_counts(folder: Path, only: set[str] | None = None) -> dict[str, int]:
     """Messages per archive of a folder (decoded on a worker thread; archives that do not decode are left out)."""
     out: dict[str, int] = {}
-    entries = codec.decode_index((folder / INDEX_FILE).read_bytes())
+    entries = codec.decode_index(read_index(folder / INDEX_FILE))
     with open(folder / DATA_FILE, "rb") as f:
-        for aid, e in codec.sorted_entries(entries):
-            if only is not None and aid not in only:
+        for aid, e, skip in plan_reads(entries, f.seek(0, 2)):
+            if skip or (only is not None and aid not in only):
                 continue
             f.seek(e.offset)
-            raw = f.read(e.raw_size)
             try:
-                out[aid] = len(codec.decode_archive(raw, archive_id=aid).messages)
+                out[aid] = message_count(f.read(e.raw_size), aid)
             except ArchiveError:
                 continue
     return out
@@ -293,15 +288,13 @@ def message_counts(folder: Path, only: set[str] | None = None) -> dict[str, int]
 
 def archive_messages(folder: Path, archive_id: str) -> list[codec.ArchiveMessage]:
     """Decode one archive's messages (raises ArchiveError with a reason)."""
-    entries = codec.decode_index((folder / INDEX_FILE).read_bytes())
+    entries = codec.decode_index(read_index(folder / INDEX_FILE))
     if archive_id not in entries:
         raise ArchiveError(f"{archive_id} is not in the index", code="archive-unknown")
-    e = entries[archive_id]
+    if not (folder / DATA_FILE).is_file():
+        raise ArchiveError(f"no data file in {folder}", code="data-missing", archive_id=archive_id)
     with open(folder / DATA_FILE, "rb") as f:
-        f.seek(e.offset)
-        raw = f.read(e.raw_size)
-    if len(raw) < e.raw_size:
-        raise ArchiveError("archive runs past the end of data", code="index-past-data", archive_id=archive_id)
+        raw = read_raw(f, entries[archive_id], archive_id)   # checked against the file before reading
     return codec.decode_archive(raw, archive_id=archive_id).messages
 
 

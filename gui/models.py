@@ -15,7 +15,10 @@ SORT_ROLE = Qt.ItemDataRole.UserRole + 2    # raw value for sorting
 def fmt_time(ts: int | float | None) -> str:
     if ts is None:
         return ""
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    try:
+        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):    # a hostile archive's time that no date can hold
+        return str(ts)
 
 
 def fmt_bytes(n: int | None) -> str:

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import functools
+import gc
+import os
 import sys
+import time
 from pathlib import Path
 
 from core.archive.build import build_archives
@@ -34,7 +37,11 @@ def _community_id(s: str) -> str:
 
 
 def _ts(t: int) -> str:
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    """UTC "YYYY-MM-DD HH:MM"; a timestamp from outside that no date can hold is shown as the number."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
+    except (OverflowError, OSError, ValueError):
+        return str(t)
 
 
 def encrypt_transform(a):
@@ -82,67 +89,173 @@ def cmd_build(a) -> int:
     return 0
 
 
+def _safe(text: str, limit: int = 200) -> str:
+    """One printable line of outside text (keys, paths, messages): no control characters, bounded length."""
+    if len(text) <= limit and text.isprintable():
+        return text
+    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text[:limit + 1])
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _write_json(obj) -> None:
+    """core.cli.print_json's output, through json.dumps (C encoder): json.dump's pure-Python path took 20 s
+    for a 200k-archive listing."""
+    import json
+    sys.stdout.write(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _fail(cmd: str, message: str, code: int) -> int:
+    print(f"archivist {cmd}: {_safe(message, 400)}", file=sys.stderr)
+    return code
+
+
+def _is_magnet(path: str) -> bool:
+    return path.lstrip().lower().startswith("magnet:")
+
+
+def _one_shot(cmd):
+    """inspect/verify: no cyclic GC while they run (collections over 200k live index entries cost more than they
+    could free; re-enabled after, as tests call commands in-process), and a closed pipe (`| head`) ends the
+    command quietly instead of with a traceback."""
+    @functools.wraps(cmd)
+    def run(a) -> int:
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return cmd(a)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        finally:
+            if was:
+                gc.enable()
+    return run
+
+
+def _unusable(p: Path) -> str | None:
+    """Why a path cannot be used at all (exit 2), if so. Reading a FIFO or a device would block or never end."""
+    if not p.exists():
+        return f"{p}: no such file or folder"
+    if not (p.is_dir() or p.is_file()):
+        return f"{p}: not a regular file or folder"
+    return None
+
+
+MAGNET_USAGE = "a magnet link needs the network: run `archivist fetch MAGNET` first, then give the folder"
+
+
+@_one_shot
 def cmd_inspect(a) -> int:
-    from core.cli import print_json
+    """Exit 0 listed, 1 faults found (index faults, archives that cannot be read), 2 unusable input."""
+    from core.archive.inspect import Unusable
+    if _is_magnet(a.path):
+        return _fail("inspect", MAGNET_USAGE, 2)
+    if why := _unusable(Path(a.path)):
+        return _fail("inspect", why, 2)
     try:
         ins = inspect_path(a.path)
-    except (ArchiveError, FileNotFoundError, OSError) as e:
-        print(f"archivist inspect: {e}", file=sys.stderr)
-        return 2
-    if a.json:
-        out = ins.to_json()
-        if a.messages:
-            for row in out["archives"]:
-                if row["error"] is None and ins.folder is not None:
-                    row["message_list"] = [
-                        {"timestamp": m.timestamp, "topic": "0x" + m.topic.hex(), "hash": "0x" + m.hash.hex(),
-                         "sig": "0x" + m.sig.hex(), "payload_bytes": len(m.payload)}
-                        for m in ins.messages(row["id"])]
-        print_json(out)
-        return 0
+        if a.json:
+            out = ins.to_json()
+            if a.messages and ins.folder is not None:
+                for row in out["archives"]:
+                    if row["error"] is None:
+                        row["message_list"] = [
+                            {"timestamp": m.timestamp, "topic": "0x" + m.topic.hex(), "hash": "0x" + m.hash.hex(),
+                             "sig": "0x" + m.sig.hex(), "payload_bytes": len(m.payload)}
+                            for m in ins.messages(row["id"])]
+            _write_json(out)
+            return 1 if ins.faulty else 0
+        _print_inspection(ins, a.messages)
+    except Unusable as e:
+        return _fail("inspect", str(e), 2)
+    except ArchiveError as e:
+        return _fail("inspect", f"{e.code}: {e}", 1)
+    except OSError as e:
+        return _fail("inspect", f"{a.path}: cannot read: {e.strerror or e}", 2)
+    return 1 if ins.faulty else 0
+
+
+def _print_inspection(ins, messages: bool) -> None:
+    out = []
     if ins.torrent:
-        print(f"torrent {ins.torrent.name}  infohash {ins.torrent.infohash}  {ins.torrent.num_pieces} pieces")
-    print(f"{len(ins.rows)} archives in {ins.source} ({ins.kind})")
-    print(f"{'archive id':68} {'from':16} {'to':16} {'offset':>10} {'size':>9} {'padding':>8} {'pieces':>6} {'msgs':>7}")
-    for r in ins.rows:
+        out.append(f"torrent {_safe(ins.torrent.name)}  infohash {ins.torrent.infohash}  "
+                   f"{ins.torrent.num_pieces} pieces")
+        if ins.folder is None:
+            out.append(f"no archive folder named {_safe(ins.torrent.name)} near the torrent: archives not listed")
+    out.append(f"{len(ins.rows)} archives in {_safe(ins.source)} ({ins.kind})")
+    out.append(f"{'archive id':68} {'from':16} {'to':16} {'offset':>10} {'size':>9} {'padding':>8} {'pieces':>6} "
+               f"{'msgs':>7}")
+    show_messages = messages and ins.folder is not None
+    seen: dict[int, str] = {}      # one window's end is the next one's start: format each timestamp once
+    for r in ins.rows:             # %-formatting: 2x faster than f-strings with format specs for 200k rows
         msgs = r.error or (str(r.messages) if r.messages is not None else "-")
-        print(f"{r.archive_id:68} {_ts(r.start):16} {_ts(r.end):16} {r.offset:>10} {r.size:>9} {r.padding:>8} "
-              f"{len(r.pieces):>6} {msgs:>7}")
-        if a.messages and r.error is None and ins.folder is not None:
-            for m in ins.messages(r.archive_id):
-                print(f"    {_ts(m.timestamp)}  topic 0x{m.topic.hex()}  hash 0x{m.hash.hex()[:16]}..  "
-                      f"{len(m.payload)} bytes")
-    return 0
+        start, end = seen.get(r.start) or seen.setdefault(r.start, _ts(r.start)), \
+            seen.get(r.end) or seen.setdefault(r.end, _ts(r.end))
+        out.append("%-68s %-16s %-16s %10d %9d %8d %6d %7s" % (
+            _safe(r.archive_id, 68), start, end, r.offset, r.size, r.padding, len(r.pieces), _safe(msgs, 300)))
+        if show_messages and r.error is None:
+            sys.stdout.write("\n".join(out) + "\n")
+            out = [f"    {_ts(m.timestamp)}  topic 0x{m.topic.hex()}  hash 0x{m.hash.hex()[:16]}..  "
+                   f"{len(m.payload)} bytes" for m in ins.messages(r.archive_id)]
+    if messages and ins.folder is None and ins.rows:
+        out.append("no data file: messages cannot be listed")
+    for f in ins.findings:
+        where = f" [{_safe(f.archive_id, 80)}]" if f.archive_id else ""
+        out.append(f"{f.severity.upper()} {f.code}{where}: {_safe(f.message, 400)}")
+    sys.stdout.write("\n".join(out) + "\n")
 
 
+@_one_shot
 def cmd_verify(a) -> int:
-    from core.cli import print_json
+    """Exit 0 verified (warnings allowed unless --strict), 1 faults found, 2 unusable input."""
+    from core.archive.constants import DATA_FILE, INDEX_FILE
+    from core.archive.inspect import folder_for_torrent
+    from core.archive.torrent import read_metainfo
+    from core.archive.verify import Report
+    if _is_magnet(a.path) or (a.torrent and _is_magnet(a.torrent)):
+        return _fail("verify", MAGNET_USAGE, 2)
     p = Path(a.path)
+    discover = a.torrent is None
     try:
+        if why := _unusable(p):
+            return _fail("verify", why, 2)
+        if a.torrent is not None and not Path(a.torrent).is_file():
+            return _fail("verify", f"{a.torrent}: no such torrent file", 2)
         if p.is_dir():
-            torrent = a.torrent or next(iter(sorted(p.parent.parent.glob(f"*/{p.name}.torrent"))), None)
-            report = verify_folder(p, torrent)
+            if not (p / INDEX_FILE).exists() and not (p / DATA_FILE).exists():
+                return _fail("verify", f"{a.path} is not an archive folder (no index, no data)", 2)
+            report = verify_folder(p, a.torrent, discover=discover)
         elif p.suffix == ".torrent":
-            from core.archive.torrent import parse_metainfo
-            mi = parse_metainfo(p.read_bytes())
-            report = verify_folder(p.parent / mi.name if (p.parent / mi.name).is_dir() else p.parent, p)
-        elif p.exists():
-            report = verify_index_file(p)
+            try:
+                mi = read_metainfo(p)
+            except ArchiveError as e:
+                report = Report(str(p))
+                report.add(e.code, str(e))
+            else:
+                folder = folder_for_torrent(p, mi)
+                if folder is None:
+                    return _fail("verify", f"no archive folder named {mi.name} beside {a.path}: nothing to verify "
+                                 "the torrent against", 2)
+                report = verify_folder(folder, p)
         else:
-            print(f"archivist verify: {a.path}: no such file or folder", file=sys.stderr)
-            return 2
-    except (ArchiveError, OSError) as e:
-        print(f"archivist verify: {e}", file=sys.stderr)
-        return 1
+            report = verify_index_file(p, a.torrent, discover=discover)
+    except OSError as e:
+        return _fail("verify", f"{e.filename or a.path}: cannot read: {e.strerror or e}", 2)
+    passed = report.passed(a.strict)
     if a.json:
-        print_json(report.to_json())
-    else:
-        for f in report.findings:
-            where = f" [{f.archive_id}]" if f.archive_id else ""
-            print(f"{f.severity.upper()} {f.code}{where}: {f.message}")
-        verdict = "OK" if report.ok else "FAILED"
-        print(f"{verdict}: {report.archives} archives, {report.messages} messages checked in {report.path}")
-    return 0 if report.ok else 1
+        _write_json(report.to_json(a.strict))
+        return 0 if passed else 1
+    out = []
+    for f in report.findings:
+        where = f" [{_safe(f.archive_id, 80)}]" if f.archive_id else ""
+        out.append(f"{f.severity.upper()} {f.code}{where}: {_safe(f.message, 400)}")
+    pieces = f"piece hashes checked against {report.torrent}" if report.torrent else "piece hashes NOT checked"
+    verdict = "OK" if passed else ("FAILED (--strict: warnings count as faults)" if report.ok else "FAILED")
+    out.append(f"{verdict}: {report.archives} archives, {report.messages} messages checked in {_safe(report.path)}; "
+               f"{pieces}")
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0 if passed else 1
 
 
 def cmd_synth(a) -> int:
@@ -171,7 +284,9 @@ def register(sub) -> None:
 
     p = sub.add_parser("verify", help="check every invariant; exit 1 with the reason if anything is wrong")
     p.add_argument("path")
-    p.add_argument("--torrent", help="torrent to check against (default: <torrent-dir>/<id>.torrent if found)")
+    p.add_argument("--torrent", help="torrent to check piece hashes against (default: <id>.torrent found beside "
+                   "the folder or in a sibling folder, used only if its name and file lengths match)")
+    p.add_argument("--strict", action="store_true", help="warnings (e.g. pieces-unchecked) are faults too: exit 1")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_verify)
 

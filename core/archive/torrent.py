@@ -133,6 +133,16 @@ def parse_metainfo(raw: bytes, *, expected_name: str | None = None,
                               expected_name=expected_name, max_total=max_total)
 
 
+def read_metainfo(path: Path | str, **kw) -> Metainfo:
+    """parse_metainfo of a file, refused before reading if it is larger than any torrent can be."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_METAINFO_BYTES:
+        raise InvalidTorrent(f"torrent file is {size} bytes, over {MAX_METAINFO_BYTES}", code="torrent-too-big")
+    with open(path, "rb") as f:
+        return parse_metainfo(f.read(MAX_METAINFO_BYTES + 1), **kw)
+
+
 def _trackers(meta: dict) -> tuple[str, ...]:
     out: list[str] = []
     al = meta.get(b"announce-list")
@@ -143,6 +153,15 @@ def _trackers(meta: dict) -> tuple[str, ...]:
     elif isinstance(meta.get(b"announce"), bytes):
         out.append(meta[b"announce"].decode("utf-8", "replace"))
     return tuple(out)
+
+
+def _show(v: object) -> str:
+    """A short description of a value from outside for an error message (a repr can be huge or recurse
+    without end: a 5000-deep nested list raised RecursionError while the message was built, found by fuzzing)."""
+    if isinstance(v, bool) or not isinstance(v, (int, bytes, str)):
+        return f"a {type(v).__name__}" + (f" of {len(v)} items" if isinstance(v, (list, dict)) else "")
+    text = repr(v[:80]) + ("..." if len(v) > 80 else "") if isinstance(v, (bytes, str)) else str(v)
+    return text if len(text) <= 100 else text[:100] + "..."
 
 
 def metainfo_from_info(info: dict, info_bytes: bytes, trackers: tuple[str, ...] = (), raw: bytes = b"", *,
@@ -158,12 +177,12 @@ def metainfo_from_info(info: dict, info_bytes: bytes, trackers: tuple[str, ...] 
         fail("torrent has no name", "torrent-bad-name")
     name_s = name.decode("utf-8", "replace")
     if "/" in name_s or "\\" in name_s or name_s in ("", ".", "..") or "\x00" in name_s:
-        fail(f"torrent name {name_s!r} is not a plain folder name", "torrent-path-traversal")
+        fail(f"torrent name {_show(name_s)} is not a plain folder name", "torrent-path-traversal")
     if expected_name is not None and name_s != expected_name:
-        fail(f"torrent name {name_s!r} is not the community ID {expected_name}", "torrent-bad-name")
+        fail(f"torrent name {_show(name_s)} is not the community ID {expected_name}", "torrent-bad-name")
     pl = info.get(b"piece length")
-    if pl != PIECE_LENGTH:
-        fail(f"piece length {pl} is not {PIECE_LENGTH}", "torrent-bad-piece-length")
+    if type(pl) is not int or pl != PIECE_LENGTH:
+        fail(f"piece length {_show(pl)} is not {PIECE_LENGTH}", "torrent-bad-piece-length")
     files = info.get(b"files")
     if not isinstance(files, list):
         fail("torrent is single-file; expected the two files data and index", "torrent-bad-files")
@@ -175,14 +194,15 @@ def metainfo_from_info(info: dict, info_bytes: bytes, trackers: tuple[str, ...] 
         if not isinstance(path, list) or not all(isinstance(p, bytes) for p in path):
             fail("malformed file path", "torrent-bad-files")
         if len(path) != 1 or path[0] in (b"", b".", b"..") or b"/" in path[0] or b"\\" in path[0] or b"\x00" in path[0]:
-            fail(f"file path {path!r} leaves the torrent folder or is not a plain name", "torrent-path-traversal")
-        if not isinstance(length, int) or length < 0:
-            fail(f"file length {length!r} is invalid", "torrent-bad-size")
+            fail(f"file path {_show(b'/'.join(path))} leaves the torrent folder or is not a plain name",
+                 "torrent-path-traversal")
+        if type(length) is not int or length < 0:
+            fail(f"file length {_show(length)} is invalid", "torrent-bad-size")
         if f.get(b"attr") is not None:
             fail("file attributes (pad files, symlinks) are not allowed", "torrent-bad-files")
         parsed.append(TorrentFile(path[0].decode("utf-8", "replace"), length))
     if [f.path for f in parsed] != [DATA_FILE, INDEX_FILE]:
-        fail(f"files are {[f.path for f in parsed]}, expected ['data', 'index']", "torrent-bad-files")
+        fail(f"files are {_show(', '.join(f.path for f in parsed))}, expected data and index", "torrent-bad-files")
     data_len, index_len = parsed[0].length, parsed[1].length
     total = data_len + index_len
     if total > max_total:

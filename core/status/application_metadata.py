@@ -24,6 +24,9 @@ from core.status.identity import community_public_key, recover_keccak, sign_kecc
 CHAT_MESSAGE = app_pb.ApplicationMetadataMessage.CHAT_MESSAGE                                  # 1
 COMMUNITY_MESSAGE_ARCHIVE_MAGNETLINK = app_pb.ApplicationMetadataMessage.COMMUNITY_MESSAGE_ARCHIVE_MAGNETLINK  # 43
 _PB_ERRORS = (_PbDecodeError, RuntimeError, ValueError)
+# A clock is milliseconds (uint64 on the wire); members store it in SQLite, whose integers are signed 64-bit:
+# a larger clock is refused here (found by fuzzing: it crashed the member's link gate with OverflowError).
+MAX_CLOCK = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +134,9 @@ def parse_archive_link_application(raw: bytes) -> ArchiveLinkMessage:
         raise MessageDecodeError(f"type-43 payload does not decode: {e}") from None
     if not body.magnet_uri:
         raise MessageDecodeError("archive-link message has no link")
+    if body.clock > MAX_CLOCK:
+        raise MessageDecodeError(f"archive-link clock {body.clock} is out of range (over {MAX_CLOCK} ms)",
+                                 code="bad-clock")
     return ArchiveLinkMessage(body.clock, body.magnet_uri, app.signer)
 
 

@@ -1,0 +1,259 @@
+"""The decoders of outside data, each as a fuzz target: valid encodings to start from, the call, the allowed errors.
+
+- index: codec.decode_index, then index_check.check_entries and plan_reads against several `data` lengths; also
+  checks that a decoded entry's (cached) archive ID equals the ID of the same entry built afresh.
+- archive: codec.decode_archive, then the verifier's checks of the same bytes padded as in `data`.
+- torrent: torrent.parse_metainfo (metainfo from a file or a peer).
+- magnet-libtorrent: core/torrent/fetch.parse_magnet (the member's download); magnet-inspector:
+  gui/inspection.parse_magnet and its x.pe peer parsing (the Inspector). Two parsers of the same links.
+- archive-link: the member's path for a received type-43 message: node/links.LinkGate.consider_envelope ->
+  status/application_metadata.open_archive_link_envelope (payload-v1 decrypt, signature, ProtocolMessage,
+  ApplicationMetadataMessage, CommunityMessageArchiveMagnetlink). Mutations are made at each layer and the outer
+  layers rebuilt and signed, so that every parser is reached, not only the AES-GCM tag check.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import tempfile
+from pathlib import Path
+
+import fastbencode
+
+from core.archive import codec
+from core.archive.codec import ArchiveMessage, IndexEntry
+from core.archive.errors import ArchiveError
+from core.archive.index_check import check_entries, described_length, plan_reads
+from core.archive.torrent import build_metainfo, magnet_link, parse_metainfo
+from core.archive.verify import Report, verify_archive_bytes
+from core.pb import communities_archive_pb2 as pb
+from tests.fuzz.driver import Target
+
+TOPIC = bytes.fromhex("00eb85a7")
+TOPICS = (TOPIC, bytes.fromhex("deadbeef"), bytes.fromhex("0102fffe"))
+CID = "0x02" + "00" * 31 + "aa"
+
+
+class InvariantBroken(AssertionError):
+    """A decoder returned, but its result breaks a promise (never an allowed outcome)."""
+
+
+# ---------------------------------------------------------------- index
+
+def _index(entries: list[IndexEntry]) -> bytes:
+    return codec.encode_index({e.archive_id: e for e in entries})
+
+
+def index_seeds() -> list[bytes]:
+    out = []
+    for n, topics in ((1, (TOPIC,)), (3, TOPICS), (5, TOPICS[:2])):
+        entries, off = [], 0
+        for i in range(n):
+            size, pad = codec.padded_size(72 + 150_000 * i)
+            entries.append(IndexEntry(1577836800 + i * 604800, 1577836800 + (i + 1) * 604800, topics, off, size, pad))
+            off += size
+        out.append(_index(entries))
+    out.append(_index([IndexEntry(10, 20, (), 0, 102400, 102400, version=1)]))         # version set, no topics
+    e = IndexEntry(1577836800, 1578355200, (TOPIC,), 0, 102400, 102328)
+    out.append(codec.encode_index({"0x" + "00" * 32: e, "not hex": e}))                 # keys that are not IDs
+    # an entry carrying an unknown field (15, varint: status-go's ID never covers it), and one without metadata
+    idx = pb.WakuMessageArchiveIndex()
+    idx.archives[e.archive_id].ParseFromString(e.encode() + b"\x78\x05")
+    out.append(idx.SerializeToString())
+    out.append(b"\x0a\x08\x0a\x02k1\x12\x02\x18\x05")
+    return out
+
+
+def run_index(raw: bytes) -> str:
+    entries = codec.decode_index(raw)
+    described = described_length(entries)
+    outcome = "ok"
+    for data_len in (described, None, 0, described + 102400, len(raw) * 102400):
+        findings = check_entries(entries, data_len)
+        if not all(f.code and f.message for f in findings):
+            raise InvariantBroken(f"finding without code or message: {findings}")
+        if data_len == described and any(f.severity == "error" for f in findings):
+            outcome = "faults"
+        plan = plan_reads(entries, data_len or 0)
+        end = -1
+        for _, e, skip in plan:       # what plan_reads allows to be read lies inside data, once
+            if skip is None:
+                if e.offset < end or e.offset + e.size > (data_len or 0) or e.padding > e.size:
+                    raise InvariantBroken(f"plan_reads allows an unsafe read: {e}")
+                end = e.offset + e.size
+    for aid, e in entries.items():
+        if e.archive_id != dataclasses.replace(e).archive_id:
+            raise InvariantBroken(f"cached archive ID {e.archive_id} differs from a fresh encoding's")
+    return outcome
+
+
+# ---------------------------------------------------------------- archive
+
+def _msg(i: int, sig: int = 65, payload: int = 40, third: str = "") -> ArchiveMessage:
+    return ArchiveMessage(bytes([4]) * sig, 1577840400 + i, TOPIC, bytes(range(payload % 256)) * (payload // 256 + 1),
+                          b"", i.to_bytes(32, "big"), third)
+
+
+def archive_seeds() -> list[bytes]:
+    wire = [ArchiveMessage(b"\x01", 1577840400, TOPIC, b"\x01", b"\x01", b"\x01"),
+            ArchiveMessage(b"\x01", 1577844000, TOPIC, b"\x01", b"\x01", b"\x02")]
+    return [codec.encode_archive(1577836800, 1578355200, [TOPIC], wire),
+            codec.encode_archive(1577836800, 1578355200, TOPICS, [_msg(i) for i in range(12)]),
+            codec.encode_archive(1577836800, 1578355200, TOPICS[:1], [_msg(1, 0, 0, "x" * 20), _msg(2, 65, 300)]),
+            codec.encode_archive(1577836800, 1578355200, (), [])]
+
+
+def run_archive(raw: bytes) -> str:
+    arch = codec.decode_archive(raw)
+    if len(arch.messages) > codec.MAX_ARCHIVE_MESSAGES:
+        raise InvariantBroken(f"{len(arch.messages)} messages decoded, over the limit")
+    size, pad = codec.padded_size(len(raw))
+    e = IndexEntry(arch.start, arch.end, arch.topics, 0, size, pad)
+    rep = Report("fuzz")
+    verify_archive_bytes("0x" + "11" * 32, e, raw + bytes(pad), rep)
+    return "ok" if rep.ok else "faults"
+
+
+# ---------------------------------------------------------------- torrent
+
+@functools.lru_cache(maxsize=1)
+def torrent_seeds() -> list[bytes]:
+    with tempfile.TemporaryDirectory() as d:
+        folder = Path(d) / CID
+        folder.mkdir()
+        raw = archive_seeds()[1]
+        size, pad = codec.padded_size(len(raw))
+        (folder / "data").write_bytes(raw + bytes(pad) + bytes(102400))
+        (folder / "index").write_bytes(index_seeds()[1])
+        plain = build_metainfo(folder, CID)
+        tracked = build_metainfo(folder, CID, ["udp://tracker.opentrackr.org:1337/announce", "http://[::1]:6969/a"])
+    meta = fastbencode.bdecode(plain)
+    hybrid = dict(meta)
+    hybrid[b"info"] = {**meta[b"info"], b"meta version": 2, b"file tree": {b"data": {b"": {b"length": 1}}}}
+    single = {b"info": {b"name": CID.encode(), b"piece length": 102400, b"length": 5, b"pieces": bytes(20)}}
+    return [plain, tracked, fastbencode.bencode(hybrid), fastbencode.bencode(single)]
+
+
+def run_torrent(raw: bytes) -> str:
+    mi = parse_metainfo(raw)
+    if mi.total_length > (1 << 40) or mi.num_pieces != -(-mi.total_length // 102400):
+        raise InvariantBroken(f"accepted torrent with {mi.total_length} bytes in {mi.num_pieces} pieces")
+    mi.magnet()
+    return "ok"
+
+
+# ---------------------------------------------------------------- magnet links
+
+def magnet_seeds() -> list[str]:
+    ih = "06cdef495dc46b0335c90ecd55c877e2bad3706c"
+    return [magnet_link(ih, CID),
+            magnet_link(ih, CID, ["udp://tracker.opentrackr.org:1337/announce", "udp://x:6969/announce"]),
+            magnet_link(ih, CID) + "&x.pe=127.0.0.1:6881&x.pe=[::1]:6881",
+            f"magnet:?xt=urn:btih:{ih.upper()}&dn={CID}",
+            f"magnet:?xt=urn:btmh:1220{'ab' * 32}&dn={CID}"]
+
+
+def run_magnet_libtorrent(text: str) -> str:
+    from core.torrent.fetch import parse_magnet
+    atp, infohash, cid = parse_magnet(text)
+    if len(infohash) != 40 or not cid.startswith("0x"):
+        raise InvariantBroken(f"accepted {text!r} as {infohash} {cid}")
+    return "ok"
+
+
+def run_magnet_inspector(text: str) -> str:
+    from urllib.parse import parse_qs, urlparse
+
+    from gui.inspection import _peer, parse_magnet
+    ih, name, trackers = parse_magnet(text)
+    if len(ih) != 40:
+        raise InvariantBroken(f"infohash {ih!r}")
+    try:   # what MagnetFetcher.fetch does with the x.pe parameters: must never raise
+        [_peer(p) for p in parse_qs(urlparse(text).query).get("x.pe", [])]
+    except Exception as e:  # noqa: BLE001
+        raise InvariantBroken(f"x.pe parsing raised {type(e).__name__}: {e}") from None
+    return "ok"
+
+
+# ---------------------------------------------------------------- archive-link messages (member side)
+
+@functools.lru_cache(maxsize=1)
+def _link_world():
+    from coincurve import PrivateKey
+
+    from core.node.links import LinkGate
+    from core.status import topics
+    from core.storage.archive_state import ArchiveStateDB
+    key = PrivateKey(codec.keccak256(b"archivist fuzz community key"))
+    other = PrivateKey(codec.keccak256(b"archivist fuzz other key"))
+    cid = "0x" + key.public_key.format(compressed=True).hex()
+    chat = topics.magnetlinks_chat_id(cid)
+    kw = {}
+    if "now_ms" in inspect.signature(LinkGate).parameters:   # a fixed clock: the same outcomes every run
+        kw["now_ms"] = lambda: 1_700_000_000_000
+    return key, other, cid, chat, topics.symmetric_key(chat), LinkGate(ArchiveStateDB(":memory:"), cid, **kw)
+
+
+BODY, APPLICATION, PROTOCOL, PLAINTEXT, ENVELOPE = range(5)
+_PAD = bytes(range(7))
+_NONCE = bytes(12)
+
+
+def link_seeds() -> list[tuple[int, bytes]]:
+    from core.pb import communities_archive_pb2 as archive_pb
+    from core.status import application_metadata as am
+    from core.status import payload_v1
+    key, other, cid, chat, sym, _ = _link_world()
+    link = magnet_link("06cdef495dc46b0335c90ecd55c877e2bad3706c", cid)
+    body = archive_pb.CommunityMessageArchiveMagnetlink(clock=1_700_000_000_000, magnet_uri=link).SerializeToString()
+    app = am.build_archive_link_application(key, 1_700_000_000_001, link + "&tr=x")
+    codex_cid = "zDvZRwzm2mK2rAd4JUMcasfR4G2GxrJUpiFfvrZdgWkaYAdhFRxq"
+    proto = am.build_archive_link_message(key, 1_700_000_000_002, codex_cid)
+    plain = payload_v1.plaintext(proto, signer=key, padding=_PAD)
+    return [(BODY, body), (APPLICATION, app), (APPLICATION, am.build_archive_link_application(other, 5, link)),
+            (APPLICATION, am.wrap_application(body, am.CHAT_MESSAGE, key)),
+            (PROTOCOL, proto), (PLAINTEXT, plain), (PLAINTEXT, payload_v1.plaintext(proto, padding=_PAD)),
+            (ENVELOPE, payload_v1.encrypt(proto, sym, signer=key, padding=_PAD, nonce=_NONCE))]
+
+
+def link_envelope(layer: int, data: bytes) -> bytes:
+    """Rebuild (and sign, with the community key) every layer outside the mutated one."""
+    from Crypto.Cipher import AES
+
+    from core.status import application_metadata as am
+    from core.status import payload_v1
+    from core.status.errors import StatusError
+    key, _, _, _, sym, _ = _link_world()
+    if layer == ENVELOPE:
+        return data
+    try:
+        if layer == BODY:
+            data = am.wrap_application(data, am.COMMUNITY_MESSAGE_ARCHIVE_MAGNETLINK, key)
+        if layer <= APPLICATION:
+            data = am.wrap_public(data, "fuzz-installation")
+        if layer <= PROTOCOL:
+            data = payload_v1.plaintext(data, signer=key if data[-1:] != b"\x00" else None, padding=_PAD)
+    except (StatusError, ValueError):
+        pass   # not buildable (e.g. over the payload-v1 limit): send the bytes as they are
+    ct, tag = AES.new(sym, AES.MODE_GCM, nonce=_NONCE).encrypt_and_digest(data)
+    return ct + tag + _NONCE
+
+
+def run_archive_link(item: tuple[int, bytes]) -> str:
+    """The gate must decide (accept or reject with a reason) and never raise."""
+    *_, chat, _, gate = _link_world()
+    d = gate.consider_envelope(link_envelope(*item), chat)
+    if d.accepted and (d.message is None or not d.message.link):
+        raise InvariantBroken("accepted a link message without a link")
+    return d.reason
+
+
+TARGETS = [
+    Target("index", "protobuf", index_seeds, run_index, (ArchiveError,)),
+    Target("archive", "protobuf", archive_seeds, run_archive, (ArchiveError,)),
+    Target("torrent", "bencode", torrent_seeds, run_torrent, (ArchiveError,)),
+    Target("magnet-libtorrent", "text", magnet_seeds, run_magnet_libtorrent, (ValueError,)),
+    Target("magnet-inspector", "text", magnet_seeds, run_magnet_inspector, (ValueError,)),
+    Target("archive-link", "protobuf", link_seeds, run_archive_link, ()),
+]

@@ -1,4 +1,6 @@
-"""Protobuf and multiformats varints (unsigned LEB128) and zigzag, shared by the hand codecs (Waku framing, CIDs)."""
+"""Protobuf and multiformats varints (unsigned LEB128), zigzag, and the one walker over raw protobuf fields, shared
+by the hand codecs (Waku framing, CIDs) and the archive code that must look at bytes before parsing them
+(rebuilding an index from `data`, refusing message bombs)."""
 from __future__ import annotations
 
 
@@ -23,11 +25,13 @@ def write_varint(value: int) -> bytes:
             return bytes(out)
 
 
-def read_varint(data: bytes, pos: int = 0) -> tuple[int, int]:
-    """Return (value, next_pos). Raises DecodeError on truncation or overlong encodings."""
+def read_varint(data: bytes, pos: int = 0, end: int | None = None) -> tuple[int, int]:
+    """Return (value, next_pos), reading no further than `end`. Raises DecodeError on truncation or overlong
+    encodings."""
+    end = len(data) if end is None else end
     result = shift = 0
     for i in range(MAX_VARINT_BYTES):
-        if pos + i >= len(data):
+        if pos + i >= end:
             raise DecodeError("truncated varint")
         b = data[pos + i]
         result |= (b & 0x7F) << shift
@@ -43,3 +47,23 @@ def zigzag_encode(v: int) -> int:
 
 def zigzag_decode(v: int) -> int:
     return (v >> 1) ^ -(v & 1)
+
+
+def next_field(data, pos: int, end: int | None = None) -> tuple[int, int, int]:
+    """The protobuf field whose tag starts at `data[pos]`: (field number, wire type, position after its value).
+    Raises DecodeError for a truncated tag or length, or a wire type that carries no length we can skip
+    (groups, 6, 7). The value may run past `end`: the caller decides what that means."""
+    tag, nxt = read_varint(data, pos, end)
+    wire = tag & 7
+    if wire == 0:
+        _, nxt = read_varint(data, nxt, end)
+    elif wire == 1:
+        nxt += 8
+    elif wire == 2:
+        n, nxt = read_varint(data, nxt, end)
+        nxt += n
+    elif wire == 5:
+        nxt += 4
+    else:
+        raise DecodeError(f"wire type {wire} at byte {pos}")
+    return tag >> 3, wire, nxt

@@ -176,43 +176,14 @@ def _count_messages(raw: bytes, limit: int) -> int:
     """Top-level `messages` fields (field 3) of an encoded archive, counted without decoding, stopping past `limit`.
     Only reached when the bytes hold more 0x1a bytes than `limit` (cheap upper bound); malformed framing stops
     the count and is left to the protobuf parser to report."""
-    n = i = 0
-    end = len(raw)
-    while i < end and n <= limit:
-        tag = shift = 0
-        while True:
-            if i >= end or shift > 63:
-                return n
-            b = raw[i]
-            i += 1
-            tag |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                break
-        wt = tag & 7
-        if wt == 0:
-            while i < end and raw[i] & 0x80:
-                i += 1
-            i += 1
-        elif wt == 2:
-            ln = shift = 0
-            while True:
-                if i >= end or shift > 63:
-                    return n
-                b = raw[i]
-                i += 1
-                ln |= (b & 0x7F) << shift
-                shift += 7
-                if b < 0x80:
-                    break
-            i += ln
-            n += tag >> 3 == 3
-        elif wt == 1:
-            i += 8
-        elif wt == 5:
-            i += 4
-        else:
+    from core.varint import DecodeError as VarintError, next_field
+    n = pos = 0
+    while pos < len(raw) and n <= limit:
+        try:
+            field, _, pos = next_field(raw, pos)
+        except VarintError:
             return n
+        n += field == 3
     return n
 
 

@@ -24,6 +24,7 @@ from core.archive import codec
 from core.archive.codec import IndexEntry
 from core.archive.constants import PIECE_LENGTH
 from core.archive.errors import ArchiveError
+from core.varint import DecodeError, next_field
 
 Opener = Callable[[bytes], bytes]
 
@@ -32,40 +33,20 @@ class RebuildError(ArchiveError):
     code = "rebuild-failed"
 
 
-def _varint(buf, pos: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    for i in range(pos, min(pos + 10, end)):
-        b = buf[i]
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, i + 1
-        shift += 7
-    raise RebuildError(f"byte {pos}: a truncated or over-long varint")
-
-
 def raw_end(buf, start: int, end: int) -> int:
     """Where the raw protobuf that starts at `buf[start]` ends (exclusive), reading no further than `end`."""
     pos, last = start, 0
     while pos < end:
         if buf[pos] == 0:
             return pos
-        tag, nxt = _varint(buf, pos, end)
-        field, wire = tag >> 3, tag & 7
+        try:
+            field, wire, nxt = next_field(buf, pos, end)
+        except DecodeError as e:
+            raise RebuildError(f"byte {pos}: not protobuf ({e})") from None
         if pos - start == PIECE_LENGTH and field < last:
             return pos  # raw exactly one piece, padding 0: the next archive starts here
         if field == 0:
             raise RebuildError(f"byte {pos}: field number 0 is not protobuf")
-        if wire == 0:
-            _, nxt = _varint(buf, nxt, end)
-        elif wire == 1:
-            nxt += 8
-        elif wire == 2:
-            n, nxt = _varint(buf, nxt, end)
-            nxt += n
-        elif wire == 5:
-            nxt += 4
-        else:
-            raise RebuildError(f"byte {pos}: wire type {wire} does not occur in archives")
         if nxt > end:
             raise RebuildError(f"the archive starting at byte {start} runs past the end of data ({end} bytes)")
         pos, last = nxt, field

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from core.varint import write_varint
+
 DEFAULT_INPUTS = 10_000
 SLOW_INPUT = 2.0          # seconds: one input taking longer is reported as a hang
 INTERESTING = (0, 1, 0x7F, 0x80, 0xFF, 0x3FFF, 0x4000, 102_399, 102_400, 30_000_000, 2**31 - 1, 2**31, 2**32 - 1,
@@ -62,15 +64,7 @@ class Result:
 # ---------------------------------------------------------------- format knowledge
 
 def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    return write_varint(n)
 
 
 def _read_varint(buf: bytes, i: int) -> tuple[int, int] | None:

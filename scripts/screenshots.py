@@ -18,6 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "screenshots"
 WEEK = 7 * 24 * 3600
 SIZE = (1280, 800)
+# a community share link from status-go's messenger_share_urls_test.go (the "Doodles" vector)
+SHARE_LINK = ("https://status.app/c/iyKACkQKB0Rvb2RsZXMSJ0NvbG9yaW5nIHRoZSB3b3JsZCB3aXRoIGpveSDigKIg4bSXI"
+              "OKAohiYohsiByMxMzFEMkYqAwEhMwM=#zQ3shYSHp7GoiXaauJMnDcjwU2yNjdzpXLosAWapPS4CFxc11")
 
 
 def start_xvfb() -> tuple[subprocess.Popen, str]:
@@ -139,6 +142,16 @@ def child() -> int:
         dlg.show()
         grab(dlg, "settings")
         dlg.close()
+
+        from gui.views.welcome import WelcomeWindow       # what a first run shows (no config yet)
+        welcome = WelcomeWindow(QSettings(str(tmp / "welcome.ini"), QSettings.Format.IniFormat))
+        welcome.show()
+        grab(welcome, "welcome")
+        welcome.join_btn.click()
+        welcome.member.link_edit.setText(SHARE_LINK)
+        wait(lambda: welcome.member.link is not None, what="the decoded share link")
+        grab(welcome, "welcome-join")
+        welcome.close()
         member.close()
         owner.close()
     finally:

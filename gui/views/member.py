@@ -19,17 +19,19 @@ DAY = 86400
 
 def selected_archives(archives: list[ArchiveInfo], policy: DownloadPolicy, start: int | None = None,
                       end: int | None = None) -> list[ArchiveInfo]:
-    """Which archives a policy implies (the engine decides for real; this is the preview shown before choosing)."""
-    if policy == DownloadPolicy.ALL:
-        return list(archives)
-    if policy == DownloadPolicy.LATEST:
-        if not archives:
+    """Which archives a policy implies, by the engine's own rule (core.torrent.selection.Selection: whole weeks),
+    for the preview shown before choosing. An open end of a range means "no limit"."""
+    from core.torrent.selection import Selection
+    by_id = {a.archive_id: a for a in archives}
+    if policy == DownloadPolicy.RANGE:
+        lo = start if start is not None else -(1 << 62)
+        hi = end if end is not None else 1 << 62
+        if lo >= hi:
             return []
-        last = max(a.end for a in archives)
-        return [a for a in archives if a.end == last]
-    lo = start if start is not None else -(1 << 62)
-    hi = end if end is not None else 1 << 62
-    return [a for a in archives if a.start < hi and a.end > lo]
+        sel = Selection("range", lo, hi)
+    else:
+        sel = Selection(DownloadPolicy(policy).value)
+    return [by_id[i] for i in sel.choose(by_id)]
 
 
 def plural(n: int, word: str) -> str:
@@ -91,7 +93,7 @@ class MemberView(QWidget):
         choice = QGroupBox("What to download")
         cl = QVBoxLayout(choice)
         self.all_btn = QRadioButton("All history")
-        self.latest_btn = QRadioButton("Only the latest archive")
+        self.latest_btn = QRadioButton("Only the latest week")
         self.range_btn = QRadioButton("A time range:")
         self.group = QButtonGroup(self)
         for i, b in enumerate((self.all_btn, self.latest_btn, self.range_btn)):
@@ -170,7 +172,7 @@ class MemberView(QWidget):
         chosen = selected_archives(archives, pol, s, e)
         need = [a for a in chosen if not a.local]
         for btn, label, p in ((self.all_btn, "All history", DownloadPolicy.ALL),
-                              (self.latest_btn, "Only the latest archive", DownloadPolicy.LATEST),
+                              (self.latest_btn, "Only the latest week", DownloadPolicy.LATEST),
                               (self.range_btn, "A time range", DownloadPolicy.RANGE)):
             sel = selected_archives(archives, p, s, e) if p == DownloadPolicy.RANGE and pol == p else \
                 selected_archives(archives, p, *self._range())

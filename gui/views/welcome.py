@@ -241,7 +241,7 @@ class MemberPage(FormPage):
 
         choice = QGroupBox("What to download")
         self.all_btn = QRadioButton("All history")
-        self.latest_btn = QRadioButton("Only the latest archive")
+        self.latest_btn = QRadioButton("Only the latest week")
         self.range_btn = QRadioButton("A time range (UTC):")
         self.group = QButtonGroup(self)
         for i, b in enumerate((self.all_btn, self.latest_btn, self.range_btn)):

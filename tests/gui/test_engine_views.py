@@ -84,7 +84,7 @@ def test_member_time_range_downloads_right_archives_into_history(qtbot, nodes, w
     assert window.member.implied.text().startswith(f"{len(chosen)} archives")
     assert window.member.range_btn.text().startswith(f"A time range ({len(chosen)} archives")
     assert window.member.all_btn.text().startswith(f"All history ({len(owner_archives)} archives")
-    assert window.member.latest_btn.text().startswith("Only the latest archive (1 archive,")
+    assert window.member.latest_btn.text().startswith("Only the latest week (1 archive,")
     qtbot.mouseClick(window.member.apply_btn, Qt.MouseButton.LeftButton)
     want_ids = {a.archive_id for a in chosen} | {latest.archive_id}
     c = wait_state(qtbot, window, lambda c: {a.archive_id for a in c.archives if a.imported} == want_ids, 90_000)

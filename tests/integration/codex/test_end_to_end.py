@@ -2,6 +2,7 @@
 import pytest
 
 from core.codex.backend import CodexMember, CodexOwner, announcement, link_kind
+from core.codex.errors import CodexVerifyError
 from core.status.application_metadata import parse_archive_link_message
 from core.storage import waku_messages
 from core.synth import community_key, synthesize
@@ -96,7 +97,7 @@ def test_encrypted_community_hash_ratchet(tmp_path, store, codex_nodes, clients)
     raw_index = clients(node.url).download(pub.index_cid)
     assert synth.topics[0][2:].encode() not in raw_index
     nokey = CodexMember(clients(node.url), network=False, untransform=lambda b: open_archive_bytes(b, GroupKeyStore()))
-    with pytest.raises(Exception) as ei:
+    with pytest.raises(CodexVerifyError) as ei:
         nokey.fetch_index(pub.index_cid)
     assert getattr(ei.value, "code", "") == "codex-verify-failed" and "key" in str(ei.value).lower()
     member_keys = GroupKeyStore()

@@ -5,6 +5,7 @@ import socket
 import threading
 
 import pytest
+from pyspark.errors import PythonException
 
 from core.archive.build import build_archives
 from core.pipeline.build import submit_build
@@ -92,7 +93,7 @@ def test_cancel_before_start_never_runs(spark_owner, tmp_path):
 def test_progress_reaches_one_and_errors_propagate(spark_owner, tmp_path):
     j = spark_owner.submit(lambda s, job: s.sparkContext.parallelize(range(100), 4).map(lambda x: 1 // (x - 42))
                            .count(), "failing")
-    with pytest.raises(Exception) as ei:
+    with pytest.raises(PythonException) as ei:     # the executor's error, carried to the driver
         j.result(120)
     assert "ZeroDivisionError" in str(ei.value)
     ok = spark_owner.submit(lambda s, job: s.sparkContext.parallelize(range(100), 4).sum(), "sum")

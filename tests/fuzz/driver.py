@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from core.varint import write_varint
+from core.varint import DecodeError as VarintError, read_varint, write_varint
 
 DEFAULT_INPUTS = 10_000
 SLOW_INPUT = 2.0          # seconds: one input taking longer is reported as a hang
@@ -68,15 +68,10 @@ def varint(n: int) -> bytes:
 
 
 def _read_varint(buf: bytes, i: int) -> tuple[int, int] | None:
-    n = shift = 0
-    while i < len(buf) and shift < 70:
-        b = buf[i]
-        i += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return n, i
-    return None
+    try:
+        return read_varint(buf, i)
+    except VarintError:
+        return None
 
 
 def varint_spans(buf: bytes, base: int = 0, depth: int = 0, out: list | None = None) -> list[tuple[int, int]]:

@@ -32,7 +32,7 @@ class Unusable(ArchiveError):
     code = "unusable-input"
 
 
-@dataclass
+@dataclass(slots=True)
 class ArchiveRow:
     archive_id: str
     start: int

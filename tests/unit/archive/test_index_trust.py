@@ -166,7 +166,7 @@ def test_unexplained_index_is_refused_in_one_line(built, tmp_path, damage, code,
 
 
 def test_cli_build_refuses_with_one_line(built, tmp_path, capsys):
-    from core.archive.cli import register  # noqa: F401
+    from core.status.build_cli import register  # noqa: F401  (`build` is registered there)
     s, topics, res, folder = built
     overlap_rekeyed(folder)
     data = (folder / "data").read_bytes()
@@ -426,3 +426,28 @@ def test_rebuild_survives_arbitrary_bytes(blob, pieces):
         return
     assert described_length(out) == len(buf)
     assert all(e.offset % PIECE_LENGTH == 0 for e in out.values())
+
+
+# -- check_entries finds the same layout faults whatever order the entries come in ---------------------------
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(1, 3)), min_size=1, max_size=12), st.randoms())
+def test_layout_findings_do_not_depend_on_entry_order(layout, rnd):
+    """check_entries checks overlaps and gaps in its first pass while entries come in data order, and sorts only
+    when they do not: both paths must report the same faults (hand-computed here from the sorted offsets)."""
+    entries = {}
+    for i, (piece, pieces) in enumerate(layout):
+        e = IndexEntry(1000 + i, 2000 + i, (b"\x00\x01\x02\x03",), piece * PIECE_LENGTH, pieces * PIECE_LENGTH,
+                       PIECE_LENGTH - 10)
+        entries[e.archive_id] = e
+    in_order = dict(codec.sorted_entries(entries))
+    shuffled = list(entries.items())
+    rnd.shuffle(shuffled)
+    expected_codes, end = [], 0
+    for aid, e in in_order.items():
+        if e.offset != end:
+            expected_codes.append(("offset-overlap" if e.offset < end else "offset-gap", aid))
+        end = max(end, e.offset + e.size)
+    for order in (in_order, dict(shuffled)):
+        got = [(f.code, f.archive_id) for f in check_entries(order, end) if f.code.startswith("offset-")]
+        assert got == expected_codes
+        assert not [f for f in check_entries(order, end) if f.code in ("index-past-data", "data-trailing")]

@@ -1,4 +1,8 @@
-"""Support commands: build, inspect, verify, synth."""
+"""Support commands: inspect, verify; and the arguments and output of `build` / `spark-build`.
+
+`build` itself is registered by core/status/build_cli.py (its `--encrypt-key` needs the Status layer) and `synth`
+by core/synth_cli.py: core/archive imports neither core.status nor core.synth (tests/unit/test_layering.py).
+"""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-from core.archive.build import build_archives
 from core.archive.errors import ArchiveError
 from core.archive.inspect import inspect_path
 from core.archive.verify import verify_folder, verify_index_file
@@ -44,14 +47,6 @@ def _ts(t: int) -> str:
         return str(t)
 
 
-def encrypt_transform(a):
-    """--encrypt-key KEY[@TIMESTAMP_MS]: hash-ratchet encryption of each archive (encrypted communities)."""
-    if not a.encrypt_key:
-        return None
-    from core.status.archive_encryption import transform_from_cli
-    return transform_from_cli(a.encrypt_key, a.community_id)
-
-
 def print_build_result(res, as_json: bool) -> None:
     from core.cli import print_json
     if as_json:
@@ -76,17 +71,6 @@ def add_build_arguments(p) -> None:
     p.add_argument("--tracker", action="append", help="announce URL; repeat; none by default")
     p.add_argument("--encrypt-key", help="hex community group key: encrypt archives (encrypted communities)")
     p.add_argument("--json", action="store_true")
-
-
-def cmd_build(a) -> int:
-    try:
-        res = build_archives(a.db, a.community_id, a.topic, a.data_dir, a.torrent_dir, start=a.start, end=a.end,
-                             trackers=a.tracker or [], transform=encrypt_transform(a))
-    except (ArchiveError, FileNotFoundError) as e:
-        print(f"archivist build: {e}", file=sys.stderr)
-        return 2
-    print_build_result(res, a.json)
-    return 0
 
 
 def _safe(text: str, limit: int = 200) -> str:
@@ -192,8 +176,10 @@ def _print_inspection(ins, messages: bool) -> None:
         msgs = r.error or (str(r.messages) if r.messages is not None else "-")
         start, end = seen.get(r.start) or seen.setdefault(r.start, _ts(r.start)), \
             seen.get(r.end) or seen.setdefault(r.end, _ts(r.end))
+        aid = r.archive_id         # _safe's test inline: one call less per row
         out.append("%-68s %-16s %-16s %10d %9d %8d %6d %7s" % (
-            _safe(r.archive_id, 68), start, end, r.offset, r.size, r.padding, len(r.pieces), _safe(msgs, 300)))
+            aid if len(aid) <= 68 and aid.isprintable() else _safe(aid, 68), start, end, r.offset, r.size,
+            r.padding, len(r.pieces), msgs if len(msgs) <= 300 and msgs.isprintable() else _safe(msgs, 300)))
         if show_messages and r.error is None:
             sys.stdout.write("\n".join(out) + "\n")
             out = [f"    {_ts(m.timestamp)}  topic 0x{m.topic.hex()}  hash 0x{m.hash.hex()[:16]}..  "
@@ -258,24 +244,7 @@ def cmd_verify(a) -> int:
     return 0 if passed else 1
 
 
-def cmd_synth(a) -> int:
-    from core.cli import print_json
-    from core.synth import synthesize
-    res = synthesize(a.out, messages=a.messages, weeks=a.weeks, channels=a.channels, min_payload=a.min_payload,
-                     max_payload=a.max_payload, seed=a.seed, start=a.start)
-    if a.json:
-        print_json(res.to_json())
-    else:
-        print(f"wrote {res.messages} messages to {res.path}\ncommunity {res.community_id}\n"
-              f"topics {' '.join(res.topics)}")
-    return 0
-
-
 def register(sub) -> None:
-    p = sub.add_parser("build", help="build archives from a status-go waku_messages database")
-    add_build_arguments(p)
-    p.set_defaults(func=cmd_build)
-
     p = sub.add_parser("inspect", help="list archives and messages of a folder, index, data or .torrent")
     p.add_argument("path")
     p.add_argument("--messages", action="store_true", help="list each archive's messages too")
@@ -289,15 +258,3 @@ def register(sub) -> None:
     p.add_argument("--strict", action="store_true", help="warnings (e.g. pieces-unchecked) are faults too: exit 1")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_verify)
-
-    p = sub.add_parser("synth", help="generate a deterministic waku_messages database shaped like Status traffic")
-    p.add_argument("--out", required=True)
-    p.add_argument("--messages", type=int, default=10_000)
-    p.add_argument("--weeks", type=int, default=8)
-    p.add_argument("--channels", type=int, default=3)
-    p.add_argument("--min-payload", type=int, default=80)
-    p.add_argument("--max-payload", type=int, default=1200)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--start", type=int, default=1_700_000_000)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_synth)

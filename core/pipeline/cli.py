@@ -54,7 +54,8 @@ def _wait(job, show_progress: bool):
 def cmd_spark_build(a) -> int:
     from core.pipeline.build import submit_build
     from core.pipeline.session import JobCancelled, JobFailed, SparkConfigError
-    from core.archive.cli import encrypt_transform, print_build_result
+    from core.archive.cli import print_build_result
+    from core.status.build_cli import encrypt_transform
     transform = encrypt_transform(a)
     owner = _owner(a)
     try:

@@ -417,7 +417,7 @@ class SparkOwner:
 
 def _warm_up(spark, job) -> int:
     """Start the JVM, then run one real (tiny) build read+encode so Python workers have imported everything."""
-    from core.pipeline.build import warm_up_build
+    from core.pipeline.spark_encode import warm_up_build
     return warm_up_build(spark)
 
 

@@ -5,7 +5,8 @@
 (ProtocolMessage -> ApplicationMetadataMessage -> ChatMessage), the application-level ones (chat ID, clock,
 message ID, type, text). The wrapped WakuMessage itself is not kept (WIRE-FORMAT.md section 5).
 
-`community_message_archive_hashes` and `communities_archive_info` keep status-go's names and columns.
+`community_message_archive_hashes` and `communities_archive_info` keep status-go's names and columns; they and the
+statements on them are defined once, in core/storage/archive_state.py (ARCHIVE_TABLES; this module uses them).
 
 `import_window` writes one archive window (all its chunks) in ONE transaction, so an interruption leaves the
 window as it was or fully imported, and records the archives as imported in that same transaction. It never
@@ -18,6 +19,13 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
+
+from core.storage.archive_state import (ARCHIVE_TABLES, add_archive_ids, archive_info, imported_archive_ids,
+                                        mark_archives, raise_last_archive_end, set_magnetlink)
+
+# the archive-table functions are archive_state's, named here for the history database's callers
+__all__ = ["SCHEMA", "COLUMNS", "HistoryRow", "HistoryWriteError", "connect", "import_window", "count",
+           "bulk_insert", "messages", "add_archive_ids", "archive_info", "imported_archive_ids", "set_magnetlink"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS history_messages (
@@ -37,19 +45,7 @@ CREATE TABLE IF NOT EXISTS history_messages (
 );
 CREATE INDEX IF NOT EXISTS history_messages_range ON history_messages (community_id, timestamp);
 CREATE INDEX IF NOT EXISTS history_messages_chat ON history_messages (chat_id, clock);
-
-CREATE TABLE IF NOT EXISTS community_message_archive_hashes (
-  community_id TEXT NOT NULL,
-  hash TEXT PRIMARY KEY,
-  imported BOOL DEFAULT FALSE
-);
-CREATE TABLE IF NOT EXISTS communities_archive_info (
-  community_id TEXT PRIMARY KEY ON CONFLICT REPLACE,
-  magnetlink_clock INT NOT NULL DEFAULT 0,
-  last_message_archive_end_date INT NOT NULL DEFAULT 0,
-  last_magnetlink_uri TEXT
-);
-"""
+""" + ARCHIVE_TABLES
 
 COLUMNS = ("community_id", "hash", "timestamp", "topic", "sender", "chat_id", "clock", "message_id",
            "message_type", "text", "raw_payload", "archive_id")
@@ -117,13 +113,8 @@ def _import_window(con, community_id, start, end, rows, archive_ids) -> int:
         before = con.total_changes
         con.executemany(_INSERT, rows)
         written = con.total_changes - before
-        con.executemany("INSERT OR REPLACE INTO community_message_archive_hashes (community_id, hash, imported) "
-                        "VALUES (?, ?, 1)", [(community_id, a) for a in archive_ids])
-        con.execute(
-            "INSERT INTO communities_archive_info (community_id, last_message_archive_end_date) VALUES (?, ?) "
-            "ON CONFLICT(community_id) DO UPDATE SET last_message_archive_end_date = "
-            "MAX(last_message_archive_end_date, excluded.last_message_archive_end_date)",
-            (community_id, end))
+        mark_archives(con, community_id, archive_ids, imported=True)
+        raise_last_archive_end(con, community_id, end)
         con.execute("COMMIT")
     except BaseException:
         if con.in_transaction:
@@ -146,31 +137,6 @@ def bulk_insert(con: sqlite3.Connection, rows: Iterable[Sequence]) -> int:
     con.executemany(_INSERT, rows)
     con.execute("COMMIT")
     return con.total_changes - before
-
-
-def imported_archive_ids(con: sqlite3.Connection, community_id: str) -> set[str]:
-    return {r[0] for r in con.execute(
-        "SELECT hash FROM community_message_archive_hashes WHERE community_id = ? AND imported", (community_id,))}
-
-
-def set_archive_hashes(con: sqlite3.Connection, community_id: str, archive_ids: Iterable[str]) -> None:
-    """Record archive IDs seen in an index (not yet imported), keeping the imported flag of known ones."""
-    con.executemany("INSERT OR IGNORE INTO community_message_archive_hashes (community_id, hash, imported) "
-                    "VALUES (?, ?, 0)", [(community_id, a) for a in archive_ids])
-
-
-def set_magnetlink(con: sqlite3.Connection, community_id: str, clock: int, uri: str) -> None:
-    con.execute("INSERT INTO communities_archive_info (community_id, magnetlink_clock, last_magnetlink_uri) "
-                "VALUES (?, ?, ?) ON CONFLICT(community_id) DO UPDATE SET magnetlink_clock = excluded.magnetlink_clock,"
-                " last_magnetlink_uri = excluded.last_magnetlink_uri", (community_id, clock, uri))
-
-
-def archive_info(con: sqlite3.Connection, community_id: str) -> dict | None:
-    row = con.execute("SELECT magnetlink_clock, last_message_archive_end_date, last_magnetlink_uri "
-                      "FROM communities_archive_info WHERE community_id = ?", (community_id,)).fetchone()
-    if row is None:
-        return None
-    return {"magnetlink_clock": row[0], "last_message_archive_end_date": row[1], "last_magnetlink_uri": row[2]}
 
 
 def messages(con: sqlite3.Connection, community_id: str) -> list[tuple]:

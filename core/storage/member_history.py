@@ -1,6 +1,7 @@
 """The member's history database, as the engine and the window use it.
 
-One schema for the whole project: `core/storage/history.py` (the Spark hydrate job writes the same tables).
+One schema for the whole project: `core/storage/history.py` (the Spark hydrate job writes the same tables), whose
+archive bookkeeping tables are core/storage/archive_state.py's.
 This class adds what an application needs around it: a lock for the one connection shared by the engine's
 threads, live messages, and rows as dicts for the History view.
 """

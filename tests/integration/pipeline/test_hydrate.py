@@ -61,7 +61,7 @@ def test_hydrate_all_keeps_local_messages_and_is_idempotent(spark_owner, tmp_pat
     rows = history.messages(con, COMMUNITY)
     assert {row[1] for row in rows} == {m.hash for m in ms} | {bytes([t]) * 32 for t in (1, 2, 3)}
     assert history.imported_archive_ids(con, COMMUNITY) == set(folder.entries)
-    assert history.archive_info(con, COMMUNITY)["last_message_archive_end_date"] == T0 + 3 * WEEK
+    assert history.archive_info(con, COMMUNITY).last_message_archive_end_date == T0 + 3 * WEEK
     assert len(history.messages(con, OTHER_COMMUNITY)) == 1
     by_hash = {row[1]: row for row in rows}
     m = ms[0]

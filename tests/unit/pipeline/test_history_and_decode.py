@@ -13,6 +13,7 @@ from core.pipeline.encode import make_encoder
 from core.pipeline.hydrate import decode_entries
 from core.pipeline.unwrap import default_unwrap, no_unwrap
 from core.storage import history
+from core.storage.archive_state import ArchiveInfo
 
 C = "0x02" + "ab" * 32
 
@@ -38,16 +39,16 @@ def test_import_window_is_one_transaction_and_never_deletes(tmp_path):
     # the local message at 15 is in no archive: kept (an import never removes what it does not bring back)
     assert [r[2] for r in history.messages(con, C)] == [5, 11, 15, 19, 25]
     assert history.imported_archive_ids(con, C) == {"0xaa"}
-    assert history.archive_info(con, C)["last_message_archive_end_date"] == 20
+    assert history.archive_info(con, C).last_message_archive_end_date == 20
     # the archive's copy of a message replaces the local one with the same hash
     history.import_window(con, C, 10, 20, [row(16, 2)], ["0xab"])
     assert [r[2] for r in history.messages(con, C)] == [5, 11, 16, 19, 25]
     history.import_window(con, C, 0, 5, [], [])
-    assert history.archive_info(con, C)["last_message_archive_end_date"] == 20   # never goes back
+    assert history.archive_info(con, C).last_message_archive_end_date == 20   # never goes back
     history.set_magnetlink(con, C, 7, "magnet:?xt=urn:btih:" + "0" * 40)
-    assert history.archive_info(con, C) == {"magnetlink_clock": 7, "last_message_archive_end_date": 20,
-                                            "last_magnetlink_uri": "magnet:?xt=urn:btih:" + "0" * 40}
-    history.set_archive_hashes(con, C, ["0xaa", "0xcc"])
+    assert history.archive_info(con, C) == ArchiveInfo(magnetlink_clock=7, last_message_archive_end_date=20,
+                                                       last_magnetlink_uri="magnet:?xt=urn:btih:" + "0" * 40)
+    history.add_archive_ids(con, C, ["0xaa", "0xcc"])
     assert history.imported_archive_ids(con, C) == {"0xaa", "0xab"}
     assert con.execute("SELECT COUNT(*) FROM community_message_archive_hashes").fetchone()[0] == 3
     con.close()

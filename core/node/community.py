@@ -60,6 +60,12 @@ class NodePaths:
         return self.root / "history.sqlite"
 
     @property
+    def group_keys(self) -> Path:
+        """Encrypted communities' hash-ratchet keys (core.status.archive_encryption.GroupKeyStore, mode 0600)."""
+        from core.status.archive_encryption import GroupKeyStore
+        return self.root / GroupKeyStore.FILE_NAME
+
+    @property
     def archive_dir(self) -> Path:
         return self.root / "archivedata"
 

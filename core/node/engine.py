@@ -29,7 +29,8 @@ class Engine:
         self.bus = E.EventBus()
         self.state = ArchiveStateDB(self.paths.state_db)
         from core.status.archive_encryption import GroupKeyStore, open_archive_bytes
-        self.group_keys = GroupKeyStore(self.paths.root / "group-keys.json")
+        self.group_keys = GroupKeyStore(self.paths.group_keys)
+        self._key_file_error = False
         self.unwrap = lambda raw: open_archive_bytes(raw, self.group_keys)
         from core.status.archive_encryption import open_index_bytes
         self.unwrap_index = lambda raw: open_index_bytes(raw, self.group_keys)
@@ -107,7 +108,24 @@ class Engine:
     def tick_all(self) -> list[Future]:
         with self._lock:
             live = [(cid, n) for cid, n in self.nodes.items() if cid in self._ticked]
-        return [self.submit(cid, n.tick) for cid, n in live]
+        futures = [self.submit(cid, n.tick) for cid, n in live]
+        if self._group_keys_added():
+            futures += [self.submit(cid, n.retry_parked) for cid, n in live if isinstance(n, MemberNode)]
+        return futures
+
+    def _group_keys_added(self) -> bool:
+        """A key written by another process (`archivist key group add`) resumes parked archives without a
+        restart. A damaged key file is reported, never fatal: the keys already loaded stay in use."""
+        from core.status.errors import EncryptionError
+        try:
+            added = self.group_keys.refresh()
+            self._key_file_error = False
+            return added
+        except (EncryptionError, OSError) as e:
+            if not self._key_file_error:
+                self.bus.publish(E.ERROR, "", code=getattr(e, "code", "group-keys"), message=str(e))
+            self._key_file_error = True
+            return False
 
     def stop(self) -> None:
         self._stop.set()

@@ -73,10 +73,21 @@ class MemberNode:
         return d
 
     def start(self) -> None:
-        """Resume at startup: an accepted link whose download or import had not finished continues at once."""
+        """Resume at startup: an accepted link whose download or import had not finished continues at once, and
+        archives downloaded but not imported (parked for a missing key, or cut off by a crash) are tried again:
+        the parked set lives in the state database (imported = 0), not only in memory."""
         if self.state.pending_link(self.cid):
             self.deadline = self.clock.now()
             self._wait("resuming the interrupted archive download")
+        left = self.state.archive_ids(self.cid, imported=False)
+        if not left:
+            return
+        for aid in left:
+            self.parked.setdefault(aid, "downloaded, not imported yet")
+        try:
+            self.retry_parked()
+        except (OSError, ArchiveError, KeyMissing) as err:
+            self._wait(f"{len(left)} downloaded archive(s) not imported yet: {err}")
 
     def set_policy(self, policy: str, start: int | None = None, end: int | None = None) -> None:
         """A new choice applies to the link we already have: fetch (and import) what it adds."""
@@ -156,6 +167,8 @@ class MemberNode:
             return 0
         raw = (self.paths.archive_dir / self.cid / "index").read_bytes()
         entries = decode_index(self.index_unwrap(raw) if self.index_unwrap else raw)
+        for aid in [a for a in self.parked if a not in entries]:     # no longer in the folder's index
+            self.parked[aid] = "not in the local archive index (fetched again with the next link)"
         n = self.import_archives(entries, [a for a in self.parked if a in entries])
         self._wait(self._idle_reason())
         return n

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,9 @@ def ratchet_key(key: bytes, seq_no: int) -> bytes:
 class GroupKeyStore:
     """Group keys we hold, by key ID, plus the last sequence number used per key (for sending).
 
-    With a path it persists as JSON with mode 0600. Thread-safe."""
+    With a path it persists as JSON with mode 0600 (a node keeps it as FILE_NAME in its data folder). Thread-safe."""
+
+    FILE_NAME = "group-keys.json"
 
     def __init__(self, path: Path | str | None = None):
         self.path = Path(path) if path is not None else None
@@ -88,17 +91,61 @@ class GroupKeyStore:
         self._keys: dict[bytes, GroupKey] = {}
         self._seq: dict[bytes, int] = {}
         self._chain: dict[tuple[bytes, int], bytes] = {}
-        if self.path is not None and self.path.exists():
+        self._stamp: tuple[int, int] | None = None       # (mtime_ns, size) of the file as we last read or wrote it
+        if self.path is not None:
+            with self._file_lock():
+                self._read_file()
+
+    # -- the file is shared: the node, `archivist key group` and the window may each change it ----------------
+    def _file_lock(self):
+        """An exclusive lock on a sibling lock file for a read-modify-write (fcntl; released on close)."""
+        import contextlib
+        import fcntl
+
+        @contextlib.contextmanager
+        def held():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
             try:
-                doc = json.loads(self.path.read_bytes())
-                if not isinstance(doc, dict):
-                    raise ValueError("not a JSON object")
-                for d in doc.get("keys", []):
-                    k = GroupKey.from_json(d)
-                    self._keys[k.key_id] = k
-                self._seq = {bytes.fromhex(h): int(n) for h, n in doc.get("seq", {}).items()}
-            except (ValueError, KeyError, TypeError, AttributeError, OverflowError, EncryptionError) as e:
-                raise EncryptionError(f"group key store {self.path} is malformed: {e}", code="bad-key-store") from None
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
+        return held()
+
+    def _file_stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def _read_file(self) -> bool:
+        """Take the file's key set as the truth (another process may have added or removed keys); keep the
+        higher send counter of each key. True when a key was added."""
+        stamp = self._file_stamp()
+        if stamp is None or stamp == self._stamp:
+            return False
+        try:
+            doc = json.loads(self.path.read_bytes())
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object")
+            keys = {k.key_id: k for k in (GroupKey.from_json(d) for d in doc.get("keys", []))}
+            seq = {bytes.fromhex(h): int(n) for h, n in doc.get("seq", {}).items()}
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, EncryptionError) as e:
+            raise EncryptionError(f"group key store {self.path} is malformed: {e}", code="bad-key-store") from None
+        added = bool(keys.keys() - self._keys.keys())
+        self._keys = keys
+        self._seq = {h: max(n, self._seq.get(h, 0)) for h, n in seq.items()}
+        self._stamp = stamp
+        return added
+
+    def refresh(self) -> bool:
+        """Pick up keys that another process (`archivist key group add`) wrote; True when one was added."""
+        if self.path is None:
+            return False
+        with self._lock, self._file_lock():
+            return self._read_file()
 
     def __getstate__(self) -> dict:
         """Pickled (Spark executors open encrypted archives): the keys only, never the file or send counters."""
@@ -106,23 +153,46 @@ class GroupKeyStore:
             return {"keys": list(self._keys.values())}
 
     def __setstate__(self, state: dict) -> None:
-        self.path, self._lock, self._seq, self._chain = None, threading.Lock(), {}, {}
+        self.path, self._lock, self._seq, self._chain, self._stamp = None, threading.Lock(), {}, {}, None
         self._keys = {k.key_id: k for k in state["keys"]}
 
-    def _save(self) -> None:
-        if self.path is None:
-            return
-        doc = {"version": 1, "keys": [k.to_json() for k in self._keys.values()],
-               "seq": {h.hex(): n for h, n in self._seq.items()}}
-        write_private_file(self.path, json.dumps(doc, indent=2).encode() + b"\n")
+    def _change(self, change) -> object:
+        """Apply `change()` to the in-memory store and write the file, as one read-modify-write under the file
+        lock: first re-read what others wrote, so that no key they added or removed is lost or brought back."""
+        with self._lock:
+            if self.path is None:
+                return change()
+            with self._file_lock():
+                self._read_file()
+                result = change()
+                doc = {"version": 1, "keys": [k.to_json() for k in self._keys.values()],
+                       "seq": {h.hex(): n for h, n in self._seq.items()}}
+                write_private_file(self.path, json.dumps(doc, indent=2).encode() + b"\n")
+                self._stamp = self._file_stamp()
+                return result
 
     def add(self, key: GroupKey) -> None:
-        with self._lock:
+        def change():
             self._keys[key.key_id] = key
-            self._save()
+        self._change(change)
 
     def __len__(self) -> int:
         return len(self._keys)
+
+    def keys_of(self, group_id: bytes) -> list[GroupKey]:
+        """A community's keys, oldest first."""
+        with self._lock:
+            return sorted((k for k in self._keys.values() if k.group_id == group_id), key=lambda k: k.timestamp)
+
+    def remove(self, key_id: bytes) -> GroupKey | None:
+        """Forget one key (and its send counter); the removed key, or None when it was not held."""
+        def change():
+            k = self._keys.pop(bytes(key_id), None)
+            if k is not None:
+                self._seq.pop(k.key_id, None)
+                self._chain = {c: v for c, v in self._chain.items() if c[0] != k.key_id}
+            return k
+        return self._change(change)
 
     def find(self, key_id: bytes, group_id: bytes = b"", deprecated_key_id: int = 0) -> GroupKey | None:
         with self._lock:
@@ -138,11 +208,11 @@ class GroupKeyStore:
             return max(keys, key=lambda k: k.timestamp) if keys else None
 
     def next_seq(self, key: GroupKey) -> int:
-        with self._lock:
+        def change():
             n = self._seq.get(key.key_id, 0) + 1
             self._seq[key.key_id] = n
-            self._save()
             return n
+        return self._change(change)
 
     def message_key(self, key: GroupKey, seq_no: int) -> bytes:
         """keccak256^seq_no(key), continuing from the nearest cached lower step."""

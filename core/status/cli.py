@@ -45,7 +45,7 @@ def cmd_key(a) -> int:
         elif a.action == "import":
             if os.path.exists(a.path):
                 raise StatusError(f"{a.path} exists: refusing to overwrite a key")
-            text = sys.stdin.readline() if a.hex in (None, "-") else a.hex
+            text = sys.stdin.readline() if getattr(a, "hex", None) in (None, "-") else a.hex
             ident = CommunityIdentity.from_hex(text)
             ident.save(a.path, _passphrase(a))
         else:
@@ -86,16 +86,18 @@ def cmd_traffic(a) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    from core.status.traffic import DEFAULT_START
-    p = sub.add_parser("key", help="community keys: new, import, show, export (key files are mode 0600)")
-    p.add_argument("action", choices=["new", "import", "show", "export"])
+def add_key_file_arguments(p: argparse.ArgumentParser, takes_hex: bool = False) -> None:
+    """`archivist key new|import|show|export PATH`, registered by core/node/key_cli.py with `key group`."""
     p.add_argument("path", help="key file")
-    p.add_argument("hex", nargs="?", help="for import: the private key as hex, or - to read it from stdin")
+    if takes_hex:
+        p.add_argument("hex", nargs="?", help="the private key as hex, or - to read it from stdin")
     p.add_argument("--passphrase-env", metavar="VAR", help="encrypt/decrypt the key file with the passphrase in $VAR")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_key)
 
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from core.status.traffic import DEFAULT_START
     p = sub.add_parser("topic", help="the Status topic and Waku content topic of a chat ID")
     p.add_argument("chat_id")
     p.add_argument("--json", action="store_true")

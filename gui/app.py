@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from gui.lifecycle import _RUNNING, app_tray, on_quit, quit_application  # noqa: F401 (quit_application: re-exported)
+
 T0 = time.perf_counter()   # process-relative start, for the cold-start figure
 
 
@@ -44,6 +46,7 @@ def make_app(argv: list[str] | None = None):
     app.setWindowIcon(icon("archivist"))
     app.setStyleSheet(style_sheet())
     return app
+
 
 
 def create_window(engine: Any = None, folder: Path | None = None, settings=None):
@@ -170,6 +173,7 @@ def open_main(settings=None, *, engine: Any = None, folder: Path | None = None, 
     on worker threads."""
     from gui.views.settings import load
     w = create_window(engine=engine, folder=folder, settings=settings)
+    app_tray().watch(w)
     w.show()
     print(f"archivist: window visible after {time.perf_counter() - T0:.2f} s", file=sys.stderr)
     if config is not None:
@@ -212,7 +216,6 @@ def open_start_window(settings=None, *, config: Path | str | None = None):
 
 def run_gui(demo: bool = False, folder: Path | None = None, engine: Any = None, config: Path | None = None) -> int:
     from PySide6.QtCore import QSettings
-    from gui.main_window import MainWindow
     app = make_app()
     if not demo:
         if engine is not None:
@@ -222,23 +225,56 @@ def run_gui(demo: bool = False, folder: Path | None = None, engine: Any = None, 
             first = open_main(folder=folder, config=target if target.exists() else None)
         else:
             first = open_start_window(config=config)
-        return app.exec()       # `first` keeps the window (and the one the welcome opens) alive until then
-    w = MainWindow(settings=QSettings("Archivist", "ArchivistDemoOwner"))
-    w.show()
-    print(f"archivist: window visible after {time.perf_counter() - T0:.2f} s", file=sys.stderr)
-    from gui.views.settings import load
-    if load(w.settings)["spark_warmup"] and os.environ.get("ARCHIVIST_NO_SPARK") != "1":
-        warm_spark(w, load(w.settings)["spark_master"] or None)
-    w.setWindowTitle("Archivist — owner (demo)")
-    m = MainWindow(settings=QSettings("Archivist", "ArchivistDemoMember"))
-    m.setWindowTitle("Archivist — member (demo)")
-    m.show()
-    m.move(w.x() + 60, w.y() + 60)
-    tmp = tempfile.TemporaryDirectory(prefix="archivist-demo-")
-    nodes = start_demo(w, m, Path(tmp.name))
-    app.aboutToQuit.connect(lambda: (m.close(), w.close()))
+        return _exec(app)       # `first` keeps the window (and the one the welcome opens) alive until then
+    w, m, _nodes, stop = open_demo(Path(tempfile.mkdtemp(prefix="archivist-demo-")))
+    try:
+        return _exec(app)
+    finally:
+        stop()
+
+
+def _exec(app) -> int:
+    _RUNNING.append(True)
     try:
         return app.exec()
     finally:
+        _RUNNING.clear()
+
+
+def open_demo(root: Path, settings: tuple = ()):
+    """The demo: an owner window and a member window on screen, then both nodes started on a worker thread.
+    Returns (owner window, member window, DemoNodes, stop); `stop` (idempotent) also runs on File > Quit, which
+    therefore ends the demo: both windows close, both nodes stop and `root` is removed."""
+    import shutil
+    from PySide6.QtCore import QSettings
+    from gui.main_window import MainWindow
+    from gui.views.settings import load
+    s_owner, s_member = settings or (QSettings("Archivist", "ArchivistDemoOwner"),
+                                     QSettings("Archivist", "ArchivistDemoMember"))
+    tray = app_tray()
+    w = MainWindow(settings=s_owner)
+    w.setWindowTitle("Archivist — owner (demo)")
+    tray.watch(w)
+    w.show()
+    print(f"archivist: window visible after {time.perf_counter() - T0:.2f} s", file=sys.stderr)
+    if load(w.settings)["spark_warmup"] and os.environ.get("ARCHIVIST_NO_SPARK") != "1":
+        warm_spark(w, load(w.settings)["spark_master"] or None)
+    m = MainWindow(settings=s_member)
+    m.setWindowTitle("Archivist — member (demo)")
+    tray.watch(m)
+    m.show()
+    m.move(w.x() + 60, w.y() + 60)
+    nodes = start_demo(w, m, root)
+    done: list[bool] = []
+
+    def stop() -> None:
+        if done:
+            return
+        done.append(True)
+        for x in (m, w):               # their queued work first (the demo nodes' start), then the nodes
+            x.quitting = True
+            x.close()
         nodes.stop()
-        tmp.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+    on_quit(stop)
+    return w, m, nodes, stop

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
 
 from core.archive import codec
 from core.archive.constants import DATA_FILE, INDEX_FILE, PIECE_LENGTH
@@ -12,7 +11,8 @@ from core.archive.errors import ArchiveError
 from core.archive.index_check import plan_reads
 from core.archive.inspect import ArchiveRow, inspect_path, message_count, read_index, read_raw
 from core.archive.torrent import Metainfo, piece_hashes, read_metainfo
-from core.archive.verify import Finding, Report, verify_folder, verify_index_bytes
+from core.archive.verify import Finding, Report, verify_folder, verify_index_file
+from core.torrent.magnet import MagnetError, parse_magnet
 
 
 @dataclass
@@ -26,6 +26,8 @@ class InspectorResult:
     error: str | None = None                    # why the source could not be opened at all
     magnet: str | None = None
     decoded: dict = field(default_factory=dict)  # archive id -> messages already decoded (Codex: no local data)
+    spans: dict[int, tuple[int, int]] = field(default_factory=dict)   # finding index -> damaged data bytes
+    not_archive: str | None = None              # one sentence when the source is not an archive at all
 
     def messages(self, archive_id: str) -> list[codec.ArchiveMessage]:
         if archive_id in self.decoded:
@@ -39,45 +41,23 @@ class InspectorResult:
         return [f for f in (self.report.findings if self.report else []) if f.severity == "error"]
 
     def summary(self) -> str:
-        if self.error and not self.report:
-            return f"Cannot open {self.source}: {self.error}"
-        r = self.report
-        if r is None:
-            return f"{len(self.rows)} archives"
-        warn = sum(1 for f in r.findings if f.severity != "error")
-        if r.ok:
-            return (f"Verified: {r.archives} archives, {r.messages} messages, no faults"
-                    + (f" ({warn} warnings)" if warn else ""))
-        n = len(self.faults)
-        return f"{n} fault{'s' if n != 1 else ''} found in {r.archives} archives" + (f", {warn} warnings" if warn else "")
+        from gui.report import headline
+        return headline(self)
 
 
-def parse_magnet(link: str) -> tuple[str, str, list[str]]:
-    """(infohash hex, name, trackers) of a magnet link; ValueError with a reason if it is not one of ours."""
-    u = urlparse(link)
-    if u.scheme != "magnet":
-        raise ValueError("not a magnet link")
-    q = parse_qs(u.query)
-    xt = [x for x in q.get("xt", []) if x.lower().startswith("urn:btih:")]
-    if not xt:
-        raise ValueError("magnet link has no urn:btih infohash")
-    ih = xt[0][9:].lower()
-    if len(ih) != 40 or any(c not in "0123456789abcdef" for c in ih):
-        raise ValueError(f"infohash {ih!r} is not 40 hex digits")
-    return ih, (q.get("dn") or [""])[0], q.get("tr", [])
-
-
-def pinpoint_pieces(mi: Metainfo, folder: Path, report: Report) -> None:
-    """Per archive, which pieces differ from the torrent's SHA-1s (the core check only counts them)."""
+def pinpoint_pieces(mi: Metainfo, folder: Path, report: Report) -> dict[int, tuple[int, int]]:
+    """Per archive, which pieces differ from the torrent's SHA-1s (the core check only counts them). Returns the
+    damaged `data` byte range (first to last byte of the differing pieces) per finding added (by index)."""
+    spans: dict[int, tuple[int, int]] = {}
     data, index = folder / DATA_FILE, folder / INDEX_FILE
     if not data.exists() or not index.exists():
-        return
+        return spans
     if data.stat().st_size != mi.file_length(DATA_FILE):
-        return  # core already reported torrent-file-size
+        return spans  # core already reported torrent-file-size
     try:
         entries = codec.decode_index(read_index(index))
     except ArchiveError:
-        return
+        return spans
     with open(data, "rb") as f:
         for aid, e, skip in plan_reads(entries, mi.file_length(DATA_FILE)):   # each byte read at most once
             if skip or e.offset % PIECE_LENGTH:
@@ -92,6 +72,9 @@ def pinpoint_pieces(mi: Metainfo, folder: Path, report: Report) -> None:
                            f"{len(bad)} of {len(e.pieces)} pieces differ from the torrent: piece {first} "
                            f"(archive byte {at}..{at + PIECE_LENGTH - 1}, data offset {first * PIECE_LENGTH})"
                            + _where(at, e.raw_size), aid)
+                spans[len(report.findings) - 1] = (first * PIECE_LENGTH,
+                                                   min((bad[-1] + 1) * PIECE_LENGTH, e.offset + e.size) - 1)
+    return spans
 
 
 def _is_cid(text: str) -> bool:
@@ -169,15 +152,14 @@ class MagnetFetcher:
     def fetch(self, link: str) -> tuple[Path | None, dict]:
         """Download the whole torrent (archives are small) into a scratch folder: (folder or None, job snapshot)."""
         from core.torrent.selection import Selection
-        ih, name, _ = parse_magnet(link)
-        peers = tuple(_peer(p) for p in parse_qs(urlparse(link).query).get("x.pe", []) if _peer(p))
-        dest = self.root / ih
+        m = parse_magnet(link)
+        dest = self.root / m.infohash
         dest.mkdir(parents=True, exist_ok=True)
-        job = self._session().fetch(link, dest, Selection("all"), peers=peers)
+        job = self._session().fetch(link, dest, Selection("all"), peers=m.peers)
         if not job.wait(self.timeout):
             job.cancel()
         snap = job.snapshot()
-        folder = dest / (job.community_id or name)
+        folder = dest / (job.community_id or m.name)
         return (folder if snap["state"] == "complete" else None), snap
 
     def close(self) -> None:
@@ -187,20 +169,14 @@ class MagnetFetcher:
                 self.service = None
 
 
-def _peer(text: str) -> tuple[str, int] | None:
-    host, _, port = text.rpartition(":")   # ASCII digits only: "²".isdigit() is true but int("²") raises (fuzzing)
-    ok = host and port.isascii() and port.isdigit() and 0 < int(port) < 65536
-    return (host.strip("[]"), int(port)) if ok else None
-
-
 def open_source(source: str, torrent: str | None = None, codex_api: str | None = None,
                 fetcher: MagnetFetcher | None = None) -> InspectorResult:
     """Open a folder, `index`, `data`, `.torrent`, magnet link or Codex index CID; verify what can be verified."""
     source = source.strip()
     if source.startswith("magnet:") and fetcher is not None:
         try:
-            parse_magnet(source)
-        except ValueError as e:
+            parse_magnet(source, need_community=True)
+        except MagnetError as e:
             return InspectorResult(source, "error", error=str(e))
         folder, snap = fetcher.fetch(source)
         if folder is None:
@@ -218,11 +194,11 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
         return open_codex(source.removeprefix("codex:"), codex_api or DEFAULT_API)
     if source.startswith("magnet:"):
         try:
-            ih, name, trackers = parse_magnet(source)
-        except ValueError as e:
+            m = parse_magnet(source)
+        except MagnetError as e:
             return InspectorResult(source, "error", error=str(e))
         rep = Report(source)
-        rep.add("needs-network", f"magnet {ih} ({name or 'no name'}, {len(trackers)} trackers): the archives must "
+        rep.add("needs-network", f"magnet {m.infohash} ({m.name or 'no name'}, {len(m.trackers)} trackers): the archives must "
                 "be fetched first (member view, or `archivist fetch`), then the folder can be inspected", severity="info")
         return InspectorResult(source, "magnet", report=rep, magnet=source)
     p = Path(source)
@@ -236,8 +212,15 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
             res.kind = "data"
     except (ArchiveError, OSError) as e:
         res.error = f"{getattr(e, 'code', 'error')}: {e}"
+        if p.is_dir() and not (p / INDEX_FILE).exists() and not (p / DATA_FILE).exists():
+            return _not_archive(res, f"{p.name or source} is not an archive folder: it holds no index and no data "
+                                "file.")
         if p.is_dir():
             res.folder = p
+        elif p.name == DATA_FILE and not (p.parent / INDEX_FILE).exists():
+            res.kind, res.report = "data", Report(source)
+            res.report.add("index-missing", f"no index beside {p}: a data file cannot be read without its index")
+            return res
         elif p.name in (DATA_FILE, INDEX_FILE) and (p.parent / INDEX_FILE).exists():
             res.folder = p.parent
         elif p.suffix == ".torrent":
@@ -253,20 +236,30 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
             if res.report.torrent is not None:
                 if res.torrent is None:
                     res.torrent = read_metainfo(res.report.torrent)
-                pinpoint_pieces(res.torrent, res.folder, res.report)
+                res.spans = pinpoint_pieces(res.torrent, res.folder, res.report)
         except (ArchiveError, OSError) as e:
             res.error = f"{getattr(e, 'code', 'unreadable')}: {e}"
     elif p.is_file() and p.suffix != ".torrent":
         res.kind = "index"
-        res.report = Report(source)
-        try:
-            verify_index_bytes(read_index(p), res.report)
-        except (ArchiveError, OSError) as e:
-            res.report.add(getattr(e, "code", "unreadable"), str(e))
+        try:   # an index on its own: says that archives and pieces were not checked
+            res.report = verify_index_file(p)
+        except OSError as e:
+            res.report = Report(source)
+            res.report.add("unreadable", str(e))
+        broken = {f.code for f in res.report.findings} & {"index-undecodable", "index-too-big"}
+        if p.name != INDEX_FILE and (broken or res.report.archives == 0):
+            return _not_archive(res, f"{p.name} is not an archive: it is neither an archive folder's index or data "
+                                "file nor a torrent.")
     elif res.torrent is not None:
         res.report = Report(source)
         res.report.add("data-missing", f"no folder named {res.torrent.name} beside the torrent: only the torrent's "
                        "own fields could be checked", severity="warning")
+    return res
+
+
+def _not_archive(res: InspectorResult, sentence: str) -> InspectorResult:
+    res.kind, res.report, res.rows, res.folder = "not-archive", None, [], None
+    res.not_archive = res.error = sentence
     return res
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QIcon, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QIcon, QKeySequence
 from PySide6.QtWidgets import (QLabel, QMainWindow, QMessageBox, QScrollArea, QSplitter, QStackedWidget, QTabWidget, QToolBar,
                                QWidget)
 
@@ -23,6 +23,7 @@ from gui.views.member import MemberView
 from gui.views.settings import SettingsDialog
 
 TAB_COMMUNITY, TAB_HISTORY, TAB_INSPECTOR, TAB_LOG = range(4)
+STOP_SECONDS = 2.0      # Quit waits at most this long for the node to stop
 
 
 def scrolled(w: QWidget) -> QScrollArea:
@@ -84,6 +85,10 @@ class MainWindow(QMainWindow):
         self._scratch = None
         self.spark_owner = None          # core.pipeline.session.SparkOwner once warm_spark() started it
         self.running_node = None         # core.node.runner.RunningNode once start_node_in_background() started it
+        self.tray = None                 # gui.tray.Tray watching this window (set by Tray.watch)
+        self.quitting = False            # set by Quit: closing then stops everything even with a tray
+        self._shut = False
+        self.node_stopper = None         # the thread stopping the node (joined for at most STOP_SECONDS)
         if engine is not None:
             self.attach_engine(engine)
 
@@ -102,7 +107,7 @@ class MainWindow(QMainWindow):
         self.act_refresh = act("Refresh", QKeySequence.StandardKey.Refresh, self.refresh, "refresh")
         self.act_settings = act("Settings…", "Ctrl+,", self.open_settings, "settings")
         self.act_find = act("Find", QKeySequence.StandardKey.Find, self._focus_search)
-        self.act_quit = act("Quit", QKeySequence.StandardKey.Quit, self.close)
+        self.act_quit = act("Quit", "Ctrl+Q", self.quit_app)   # not StandardKey.Quit: empty on some platforms
         self.tab_actions = [act(name, f"Ctrl+{i + 1}", lambda _=False, i=i: self.tabs.setCurrentIndex(i))
                             for i, name in enumerate(("Community", "History", "Inspector", "Log"))]
         tb = QToolBar("Main")
@@ -150,6 +155,8 @@ class MainWindow(QMainWindow):
         self.adapter.communities_changed.connect(self.update_communities)
         self.adapter.failed.connect(self._failed)
         self.adapter.progress.connect(lambda cid, d: cid == self.current_id and self.member.on_progress(d))
+        if self.tray is not None:
+            self.tray.attach(self, self.adapter)
         self.log.add("archivist.engineAttached", None, {"engine": type(engine).__name__})
         self.placeholder.setText("Select a community on the left.")
         self.adapter.refresh_now()
@@ -318,6 +325,7 @@ class MainWindow(QMainWindow):
         geo = s.value("window/geometry")
         if geo is None or not self.restoreGeometry(geo):
             self.resize(1200, 760)
+        self.fit_to_screen()
         st = s.value("window/state")
         if st is not None:
             self.restoreState(st)
@@ -325,6 +333,20 @@ class MainWindow(QMainWindow):
         if sp is not None:
             self.split.restoreState(sp)
         self.tabs.setCurrentIndex(int(s.value("window/tab", TAB_COMMUNITY)))
+
+    def fit_to_screen(self) -> None:
+        """Never larger than the screen (a default size, or a geometry saved on a bigger screen)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        avail, frame = screen.availableGeometry(), self.frameGeometry().size() - self.size()
+        w, h = avail.width() - frame.width(), avail.height() - frame.height()
+        if self.width() > w or self.height() > h:
+            self.resize(min(self.width(), w), min(self.height(), h))
+
+    def showEvent(self, e) -> None:
+        super().showEvent(e)
+        self.fit_to_screen()       # again now that the window frame is known
 
     def save_state(self) -> None:
         s = self.settings
@@ -334,23 +356,44 @@ class MainWindow(QMainWindow):
         s.setValue("window/tab", self.tabs.currentIndex())
         s.sync()
 
+    def quit_app(self) -> None:
+        """File > Quit, Ctrl+Q: every window closes and every node stops (gui.lifecycle.quit_application)."""
+        from gui.lifecycle import quit_application
+        quit_application()
+
     def closeEvent(self, e: QCloseEvent) -> None:
+        if self._shut:
+            super().closeEvent(e)
+            return
         self.save_state()
+        if not self.quitting and self.tray is not None and self.tray.keeps_running(self):
+            e.ignore()                 # closing the window is not quitting: the node keeps seeding
+            self.hide()
+            self.tray.window_hidden(self)
+            return
+        self.shutdown()
+        super().closeEvent(e)
+
+    def shutdown(self) -> None:
+        """Stop what this window started: the node (within STOP_SECONDS; it saves its resume data, so downloads
+        resume at the next start), background work, the Inspector's session, Spark."""
+        self._shut = True
         if self.adapter is not None:
             self.adapter.close()
-        self.ops.shutdown(5000)
+        self.ops.shutdown(5000)        # before the node: a running "start communities" must not race its stop
+        node, self.running_node = self.running_node, None
+        if node is not None:
+            import threading
+            self.node_stopper = threading.Thread(target=node.stop, name="node-stop")
+            self.node_stopper.start()
         if self.inspector.fetcher is not None:
             self.inspector.fetcher.close()
             self.inspector.fetcher = None
-        if self.running_node is not None:
-            self.running_node.stop()
-            self.running_node = None
+        if self.node_stopper is not None:
+            self.node_stopper.join(STOP_SECONDS)
         if self.spark_owner is not None:
             self.spark_owner.close(60)
             self.spark_owner = None
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None
-        self.spark_owner = None          # core.pipeline.session.SparkOwner once warm_spark() started it
-        self.running_node = None         # core.node.runner.RunningNode once start_node_in_background() started it
-        super().closeEvent(e)

@@ -23,16 +23,6 @@ class ImportUsageError(Exception):
     """The folder, index or arguments cannot be used at all (exit 2)."""
 
 
-def key_store(keys, community_id: str):
-    if not keys:
-        return None
-    from core.status.archive_encryption import GroupKeyStore, parse_cli_key
-    store = GroupKeyStore()
-    for k in keys:
-        store.add(parse_cli_key(k, community_id))
-    return store
-
-
 def open_folder_index(folder: Path, store=None):
     """{archive_id: IndexEntry} of a downloaded folder, checked before it is trusted (ImportUsageError if not).
 
@@ -64,7 +54,7 @@ def import_folder(folder: Path | str, history_db: Path | str, community_id: str,
     """Import the archives `selection` picks from `folder` into `history_db`, one window per transaction."""
     from core.history_import import ImportResult, plan_import
     from core.node.hydrate import reference_hydrator
-    from core.status.archive_encryption import open_archive_bytes
+    from core.status.archive_encryption import key_store, open_archive_bytes
     from core.storage.member_history import MemberHistory
     folder = Path(folder)
     store = key_store(keys, community_id)

@@ -81,7 +81,7 @@ def cmd_spark_hydrate(a) -> int:
     from core.cli import print_json
     from core.pipeline.hydrate import HydrateError, submit_hydrate
     from core.pipeline.session import JobCancelled, JobFailed, SparkConfigError
-    from core.node.import_cli import key_store
+    from core.status.archive_encryption import key_store
     from core.status.archive_encryption import open_archive_bytes, open_index_bytes
     from core.torrent.selection import selection_from_args
     try:

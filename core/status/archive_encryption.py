@@ -383,6 +383,16 @@ def parse_cli_key(key_hex: str, community_id: str) -> GroupKey:
     return GroupKey(group_id, key, timestamp)
 
 
+def key_store(keys, community_id: str) -> "GroupKeyStore | None":
+    """An in-memory store of the keys given on a command line (`--key HEX[@TIMESTAMP_MS]`, repeatable), or None."""
+    if not keys:
+        return None
+    store = GroupKeyStore()
+    for k in keys:
+        store.add(parse_cli_key(k, community_id))
+    return store
+
+
 def transform_from_cli(key_hex: str, community_id: str) -> Callable[[bytes], bytes]:
     """The archive transform for `archivist build --encrypt-key KEY[@TIMESTAMP]`: each call wraps one encoded
     archive with the next seq_no (1, 2, ...). The synthetic nonce keeps repeated builds safe and reproducible."""

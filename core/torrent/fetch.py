@@ -8,7 +8,6 @@ has finished (counted from piece_finished alerts, not torrent_finished, which fi
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import threading
 from pathlib import Path
@@ -21,10 +20,10 @@ from core.archive.errors import InvalidTorrent
 from core.archive.torrent import Metainfo, metainfo_from_info
 from core.archive.verify import Report, verify_index_bytes
 from core.torrent import events as ev
+from core.torrent import magnet
 from core.torrent.selection import Selection, archive_pieces, index_pieces, piece_bytes
 
 log = logging.getLogger(__name__)
-COMMUNITY_ID = re.compile(r"^0x[0-9a-f]{66}$")
 METADATA, PRIO_INDEX, INDEX, READ_INDEX, DOWNLOADING = "metadata", "prio-index", "index", "read-index", "downloading"
 FLUSHING, COMPLETE, ERROR, CANCELLED, PAUSED = "flushing", "complete", "error", "cancelled", "paused"
 FINAL = (COMPLETE, ERROR, CANCELLED)
@@ -32,20 +31,27 @@ RESUME_FLAGS = lt.save_resume_flags_t.save_info_dict | lt.save_resume_flags_t.fl
 
 
 def parse_magnet(uri: str, community_id: str | None = None):
-    """(add_torrent_params, infohash, expected community ID) from a magnet link; ValueError if unusable."""
-    if not isinstance(uri, str) or not uri.startswith("magnet:?") or len(uri) > 8192:
-        raise ValueError("not a magnet link")
-    try:
-        atp = lt.parse_magnet_uri(uri)
-    except Exception as e:  # libtorrent raises RuntimeError/system_error on a malformed URI
-        raise ValueError(f"not a magnet link: {e}") from None
-    infohash = str(atp.info_hashes.v1)
-    if not atp.info_hashes.has_v1() or infohash == "0" * 40:
-        raise ValueError("magnet link has no BitTorrent v1 infohash")
-    cid = (community_id or atp.name).lower()
-    if not COMMUNITY_ID.match(cid):
-        raise ValueError(f"magnet name {cid!r} is not a community ID")
-    return atp, infohash, cid
+    """(add_torrent_params, infohash, expected community ID) from a magnet link; MagnetError (a ValueError) with
+    the reason if unusable. The link is read by core.torrent.magnet (the one parser), not by libtorrent."""
+    link = magnet.parse_magnet(uri, community_id, need_community=True)
+    atp = lt.add_torrent_params()
+    atp.info_hashes = lt.info_hash_t(lt.sha1_hash(bytes.fromhex(link.infohash)))
+    atp.name = link.community_id
+    atp.trackers = list(link.trackers)
+    atp.peers = _endpoints(atp, link.peers)
+    return atp, link.infohash, link.community_id
+
+
+def _endpoints(atp, peers) -> list:
+    """The x.pe peers libtorrent can take as endpoints: IP addresses only (a host name raises TypeError)."""
+    ok = []
+    for p in peers:
+        try:
+            atp.peers = [p]
+        except (TypeError, ValueError, RuntimeError):
+            continue
+        ok.append(p)
+    return ok
 
 
 class FetchJob:

@@ -1,12 +1,15 @@
 """Inspector for support staff: open a folder, index, data, .torrent or magnet link; archives table, decoded
-messages with search, and a verification report in which every fault names its archive."""
+messages with search, and a verification report in which every fault says, in plain words, what is wrong, where
+(archive, data bytes) and what to do; which checks ran; and an export of that report (HTML or JSON) for a ticket."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Callable
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSplitter, QTableView,
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QSplitter, QTableView,
                                QTabWidget, QVBoxLayout, QWidget)
 
 from gui.models import SORT_ROLE, Column, KeyedTableModel, fmt_bytes, fmt_time, payload_preview, short_id
@@ -19,6 +22,40 @@ def _inspection():
     """gui.inspection pulls in protobuf and Keccak: imported on first use, on a worker thread (cold start)."""
     import gui.inspection
     return gui.inspection
+
+
+ZWSP = "\u200b"
+
+
+def breakable(text: str, longest: int = 80) -> str:
+    """For display only: a zero-width space every `longest` characters inside longer words (magnet links, paths),
+    so a word-wrapped label wraps them instead of growing wider than the screen. IDs (66 characters) stay whole."""
+    def cut(word: str) -> str:
+        return word if len(word) <= longest else ZWSP.join(word[i:i + longest] for i in range(0, len(word), longest))
+    return "\n".join(" ".join(cut(w) for w in line.split(" ")) for line in text.split("\n"))
+
+
+def long_text_label(name: str) -> QLabel:
+    """A word-wrapped label that never sets the window's minimum width (long values wrap, see `breakable`)."""
+    label = QLabel("")
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+def say(label: QLabel, text: str, tooltip: str | None = None) -> None:
+    """Show `text` wrapped (see `breakable`); the tooltip keeps it whole, for reading and copying."""
+    label.setText(breakable(text))
+    label.setToolTip(text if tooltip is None else tooltip)
+
+
+def _with_suffix(path: str, name_filter: str) -> str:
+    """A name typed without .html/.json gets the suffix of the file type chosen in the dialog."""
+    if Path(path).suffix.lower() in (".html", ".htm", ".json"):
+        return path
+    return path + (".json" if "json" in name_filter.lower() else ".html")
 
 
 def make_table(model, *, search: QLineEdit | None = None) -> tuple[QTableView, QSortFilterProxyModel]:
@@ -69,18 +106,21 @@ def message_columns() -> list[Column]:
 
 
 def finding_columns() -> list[Column]:
+    """Rows are (index, gui.report.Fault): plain words first; the verifier's code and sentence on hover."""
+    detail = lambda f: f"{f[1].code}: {f[1].detail}"  # noqa: E731
     return [
         Column("Severity", lambda f: f[1].severity),
-        Column("Fault", lambda f: f[1].code),
-        Column("Archive", lambda f: f[1].archive_id or "", lambda f: short_id(f[1].archive_id, 14) if f[1].archive_id
-               else "(whole folder)", lambda f: f[1].archive_id),
-        Column("What is wrong", lambda f: f[1].message, tooltip=lambda f: f[1].message),
+        Column("What is wrong", lambda f: f[1].title, tooltip=detail),
+        Column("Where", lambda f: f[1].where, tooltip=lambda f: f[1].where),
+        Column("What to do", lambda f: f[1].what_to_do, tooltip=lambda f: f[1].what_to_do),
+        Column("Code", lambda f: f[1].code, tooltip=detail),
     ]
 
 
 class InspectorView(QWidget):
     opened = Signal(object)            # InspectorResult
     messages_loaded = Signal(str, int)  # archive id, count
+    exported = Signal(str)             # path of the report written
 
     def __init__(self, ops: Operations, parent: QWidget | None = None):
         super().__init__(parent)
@@ -97,12 +137,18 @@ class InspectorView(QWidget):
         folder_btn.clicked.connect(self.choose_folder)
         file_btn.clicked.connect(self.choose_file)
         top = QHBoxLayout()
+        self.export_btn = QPushButton("Export report…")
+        self.export_btn.setToolTip("Save this verification report as HTML or JSON, to attach to a ticket")
+        self.export_btn.setEnabled(False)
+        self.export_btn.clicked.connect(self.choose_export)
+        self.export_dialog: QFileDialog | None = None
+        self.clock: Callable[[], float] = time.time     # the report's date (injected in tests)
         for w in (QLabel("Source:"), self.source, folder_btn, file_btn, open_btn):
             top.addWidget(w)
-        self.summary = QLabel("Open an archive folder, an index, a data file, a torrent or a magnet link.")
-        self.summary.setObjectName("summary")
-        self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary = long_text_label("summary")
+        self.summary.setText("Open an archive folder, an index, a data file, a torrent or a magnet link.")
+        self.checks = long_text_label("checks")
+        self.export_note = long_text_label("exportNote")
 
         self.faulty: set[str] = set()     # archives named by an error finding: shown in red
         self.archives = KeyedTableModel(archive_columns(), key=lambda r: r.archive_id,
@@ -142,6 +188,11 @@ class InspectorView(QWidget):
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addWidget(self.summary)
+        checks_row = QHBoxLayout()          # not in the top row: that row sets the window's minimum width
+        checks_row.addWidget(self.checks, 1)
+        checks_row.addWidget(self.export_btn)
+        lay.addLayout(checks_row)
+        lay.addWidget(self.export_note)
         lay.addWidget(split, 1)
 
     # -- actions ---------------------------------------------------------------------------------------------
@@ -161,7 +212,7 @@ class InspectorView(QWidget):
         if not source:
             return
         self.source.setText(source)
-        self.summary.setText(f"Opening {source} …")
+        say(self.summary, f"Opening {source} …")
         api, fetcher = self.codex_api, self.fetcher
         self.ops.run(lambda ctx: _inspection().open_source(source, codex_api=api, fetcher=fetcher), on_done=self._show, on_error=self._failed,
                      label=f"inspect {source}")
@@ -171,33 +222,70 @@ class InspectorView(QWidget):
         self._show(InspectorResult(self.source.text(), "error", error=str(err)))
 
     def _show(self, res) -> None:   # gui.inspection.InspectorResult
+        from gui.report import NOT_CHECKED, checks, faults
         self.result = res
         self.faulty = {f.archive_id for f in res.faults if f.archive_id}
         self.archives.clear()
         self.archives.replace_all(res.rows)
         self.messages.clear()
         self.message_info.setText("Select an archive to decode its messages.")
-        findings = list(enumerate(res.report.findings)) if res.report else []
-        self.findings.replace_all(findings)
+        self.findings.replace_all(list(enumerate(faults(res))))
         self.archive_view.resizeColumnsToContents()
         self.finding_view.resizeColumnsToContents()
-        self.finding_view.setColumnWidth(3, max(300, self.finding_view.viewport().width()
-                                                - sum(self.finding_view.columnWidth(i) for i in range(3))))
+        for col, width in ((1, 320), (2, 300), (3, 320)):    # sentences wrap inside these instead of widening
+            self.finding_view.setColumnWidth(col, width)
         self.finding_view.resizeRowsToContents()
         text = res.summary()
-        if res.error and res.report:
+        if res.error and res.report and not res.not_archive:
             text += f" — opened with an error: {res.error}"
+        tip = None
         if res.torrent is not None:
             text += (f"\nTorrent {res.torrent.infohash} · {res.torrent.num_pieces} pieces · "
                      f"{len(res.torrent.trackers)} trackers (hover for the magnet link)")
-            self.summary.setToolTip(res.torrent.magnet())
-        ok = res.report is not None and res.report.ok and not res.error
+            tip = res.torrent.magnet()
+        done = checks(res)
+        mark = {"passed": "✓", "failed": "✗"}
+        self.checks.setText("Checked: " + " · ".join(
+            f"{c.name} {mark.get(c.status, '—')} {c.status}" for c in done) if done else "")
+        ok = res.report is not None and res.report.ok and not res.error and all(c.status != NOT_CHECKED for c in done)
         self.summary.setProperty("state", "ok" if ok else "fault")
         self.summary.style().unpolish(self.summary)
         self.summary.style().polish(self.summary)
-        self.summary.setText(text)
+        say(self.summary, text, tip)
+        self.export_btn.setEnabled(True)
+        say(self.export_note, "")
         self.tabs.setCurrentIndex(0)
         self.opened.emit(res)
+
+    # -- report for a ticket ---------------------------------------------------------------------------------
+    def choose_export(self) -> None:
+        """A (non-native, so the same everywhere and under test) save dialog; the report is written on accept."""
+        if self.result is None:
+            return
+        if self.export_dialog is None:
+            d = QFileDialog(self, "Export inspection report")
+            d.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+            d.setOption(QFileDialog.Option.DontUseNativeDialog, True)
+            d.setNameFilters(["HTML report (*.html)", "JSON report (*.json)"])
+            d.fileSelected.connect(lambda path: self.export_to(_with_suffix(path, d.selectedNameFilter())))
+            self.export_dialog = d
+        name = Path(self.result.source.rstrip("/")).name or "archive"
+        self.export_dialog.selectFile(f"inspection-{name[:40]}.html")
+        self.export_dialog.open()
+
+    def export_to(self, path: str | Path) -> bool:
+        """Write the report (.json: JSON, else HTML) for the result on screen; say where, or why it failed."""
+        from gui.report import write_report
+        if self.result is None or not str(path):
+            return False
+        try:
+            kind = write_report(self.result, path, now=self.clock())
+        except OSError as e:
+            say(self.export_note, f"The report could not be written to {path}: {e.strerror or e}")
+            return False
+        say(self.export_note, f"Report saved ({kind.upper()}): {path}")
+        self.exported.emit(str(path))
+        return True
 
     def _archive_selected(self, current, _previous) -> None:
         if not current.isValid() or self.result is None:

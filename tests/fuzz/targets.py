@@ -4,8 +4,8 @@
   checks that a decoded entry's (cached) archive ID equals the ID of the same entry built afresh.
 - archive: codec.decode_archive, then the verifier's checks of the same bytes padded as in `data`.
 - torrent: torrent.parse_metainfo (metainfo from a file or a peer).
-- magnet-libtorrent: core/torrent/fetch.parse_magnet (the member's download); magnet-inspector:
-  gui/inspection.parse_magnet and its x.pe peer parsing (the Inspector). Two parsers of the same links.
+- magnet-libtorrent: core/torrent/fetch.parse_magnet (the member's download: the link as libtorrent parameters);
+  magnet-inspector: core/torrent/magnet.parse_magnet with its x.pe peers (the Inspector). One parser underneath.
 - archive-link: the member's path for a received type-43 message: node/links.LinkGate.consider_envelope ->
   status/application_metadata.open_archive_link_envelope (payload-v1 decrypt, signature, ProtocolMessage,
   ApplicationMetadataMessage, CommunityMessageArchiveMagnetlink). Mutations are made at each layer and the outer
@@ -163,16 +163,10 @@ def run_magnet_libtorrent(text: str) -> str:
 
 
 def run_magnet_inspector(text: str) -> str:
-    from urllib.parse import parse_qs, urlparse
-
-    from gui.inspection import _peer, parse_magnet
-    ih, name, trackers = parse_magnet(text)
-    if len(ih) != 40:
-        raise InvariantBroken(f"infohash {ih!r}")
-    try:   # what MagnetFetcher.fetch does with the x.pe parameters: must never raise
-        [_peer(p) for p in parse_qs(urlparse(text).query).get("x.pe", [])]
-    except Exception as e:  # noqa: BLE001
-        raise InvariantBroken(f"x.pe parsing raised {type(e).__name__}: {e}") from None
+    from core.torrent.magnet import parse_magnet
+    m = parse_magnet(text)   # x.pe peers are parsed here too: must never raise anything but MagnetError
+    if len(m.infohash) != 40 or any(not (isinstance(h, str) and 0 < p < 65536) for h, p in m.peers):
+        raise InvariantBroken(f"accepted {text!r} as {m}")
     return "ok"
 
 

@@ -45,7 +45,7 @@ def test_deeply_nested_torrent_values_give_invalid_torrent(where):
 
 def test_inspector_peer_with_unicode_digits_is_ignored():
     """`"²".isdigit()` is true but int("²") raises: a magnet link's x.pe=host:² crashed the Inspector's fetch."""
-    from gui.inspection import _peer
+    from core.torrent.magnet import parse_peer as _peer
     assert _peer("h:\u00b2") is None and _peer("h:\u0663") is None and _peer("h:0") is None
     assert _peer("h:70000") is None and _peer("[::1]:6881") == ("::1", 6881)
 

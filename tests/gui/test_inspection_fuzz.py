@@ -3,18 +3,19 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gui.inspection import _peer, open_source, parse_magnet
+from core.torrent.magnet import MagnetError, parse_magnet, parse_peer as _peer
+from gui.inspection import open_source
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
 def test_parse_magnet_accepts_or_explains(text):
     try:
-        ih, name, trackers = parse_magnet(text)
-    except ValueError as e:
+        m = parse_magnet(text)
+    except MagnetError as e:
         assert str(e)
     else:
-        assert len(ih) == 40 and isinstance(trackers, list)
+        assert len(m.infohash) == 40 and isinstance(m.trackers, tuple)
 
 
 @settings(max_examples=200, deadline=None)

@@ -42,9 +42,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("core.history_import", "core.pipeline.unwrap"):
         "unwrap.py is Status-layer decoding (no Spark; it imports only core.status) kept in core/pipeline; it "
         "belongs in core/status (the importer is being reworked under the data-safety issue)",
-    ("core.pipeline.cli", "core.node.import_cli"):
-        "spark-hydrate's --key uses key_store() from `archivist import`; key_store (CLI keys -> GroupKeyStore) "
-        "belongs in core/status, next to core.status.build_cli.encrypt_transform",
 }
 
 

@@ -27,7 +27,7 @@ def cmd_group(a) -> int:
     from core.node.community import NodePaths
     from core.node.config import ConfigError
     from core.status.archive_encryption import GroupKeyStore, parse_cli_key
-    from core.status.errors import StatusError
+    from core.status.errors import EncryptionError, StatusError
     from core.status.identity import community_id_bytes
     try:
         group_id = community_id_bytes(a.community)
@@ -52,7 +52,7 @@ def cmd_group(a) -> int:
     except ConfigError as e:
         print(f"archivist key group: {e}", file=sys.stderr)
         return 2
-    except (StatusError, ValueError, OSError) as e:
+    except (StatusError, EncryptionError, ValueError, OSError) as e:
         print(f"archivist key group {a.group_action}: {e}", file=sys.stderr)
         return 2
     doc = {"community_id": a.community, "file": str(paths.group_keys), "action": a.group_action,

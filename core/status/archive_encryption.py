@@ -379,7 +379,7 @@ def parse_cli_key(key_hex: str, community_id: str) -> GroupKey:
         timestamp = int(ts) if ts else DEFAULT_CLI_KEY_TIMESTAMP
         group_id = community_id_bytes(community_id)
     except ValueError as e:
-        raise EncryptionError(f"bad --encrypt-key: {e}", code="bad-key") from None
+        raise EncryptionError(f"not a group key (HEX or HEX@TIMESTAMP_MS): {e}", code="bad-key") from None
     return GroupKey(group_id, key, timestamp)
 
 

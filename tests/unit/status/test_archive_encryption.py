@@ -1,3 +1,4 @@
+import json
 import os
 import stat
 
@@ -211,3 +212,46 @@ def test_hand_encoding_equals_protobuf_serialization(group_key, size, installati
                                     group_id=group_key.group_id, key_id=group_key.key_id),
         payload=m.payload))
     assert reference.SerializeToString(deterministic=True) == ours
+
+
+def test_store_file_shared_by_two_processes_loses_and_revives_nothing(tmp_path, group_key):
+    """The node and `archivist key group` each hold a GroupKeyStore on the same file. A key one adds is never
+    dropped by the other's next write (send counter), and a key one removes is not brought back."""
+    path = tmp_path / "group-keys.json"
+    node, cli = ae.GroupKeyStore(path), ae.GroupKeyStore(path)
+    node.add(group_key)
+    newer = ae.GroupKey(group_key.group_id, keccak256(b"rekey"), group_key.timestamp + 1)
+    cli.add(newer)                               # cli opened before node's add: it must not drop group_key
+    assert {k.key_id for k in ae.GroupKeyStore(path).keys_of(group_key.group_id)} == {group_key.key_id,
+                                                                                       newer.key_id}
+    assert node.refresh() is True and node.current(group_key.group_id) == newer
+    assert node.refresh() is False               # nothing new since
+    assert node.next_seq(group_key) == 1
+    assert cli.remove(group_key.key_id) == group_key
+    assert node.next_seq(newer) == 1             # node's write after the removal keeps it removed
+    again = ae.GroupKeyStore(path)
+    assert [k.key_id for k in again.keys_of(group_key.group_id)] == [newer.key_id]
+    assert cli.remove(group_key.key_id) is None
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_key_group_cli(tmp_path, group_key, capsys):
+    from core.cli import main
+    cid = "0x" + group_key.group_id.hex()
+    key = f"{group_key.key.hex()}@{group_key.timestamp}"
+    data = ["--data-dir", str(tmp_path)]
+    assert main(["key", "group", "list", cid, *data]) == 0
+    assert "0 group key(s) held" in capsys.readouterr().out
+    assert main(["key", "group", "add", cid, key, *data, "--json"]) == 0
+    added = json.loads(capsys.readouterr().out)
+    assert added["keys"] == [{"key_id": "0x" + group_key.key_id.hex(), "timestamp": group_key.timestamp}]
+    assert stat.S_IMODE(os.stat(tmp_path / "group-keys.json").st_mode) == 0o600
+    assert main(["key", "group", "list", cid, *data]) == 0
+    assert "0x" + group_key.key_id.hex() in capsys.readouterr().out
+    other = "0x02" + "11" * 32
+    assert main(["key", "group", "remove", other, "0x" + group_key.key_id.hex(), *data]) == 2
+    assert "no group key" in capsys.readouterr().err          # another community's key is not removed
+    assert main(["key", "group", "remove", cid, "0x" + group_key.key_id.hex(), *data]) == 0
+    assert ae.GroupKeyStore(tmp_path / "group-keys.json").keys_of(group_key.group_id) == []
+    assert main(["key", "group", "add", cid, "zz", *data]) == 2
+    assert "not a group key (HEX or HEX@TIMESTAMP_MS)" in capsys.readouterr().err

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from core.archive import codec
 from core.archive.codec import ArchiveMessage, IndexEntry
 from core.archive.errors import ArchiveError
-from core.pipeline.unwrap import Unwrapper, status_unwrap
+from core.status.unwrap import Unwrapper, status_unwrap
 
 ArchiveOpener = Callable[[bytes], bytes]        # encrypted communities: ciphertext -> plain archive bytes
 

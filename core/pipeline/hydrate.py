@@ -17,7 +17,7 @@ from core.archive.constants import DATA_FILE, INDEX_FILE
 from core.archive.errors import ArchiveError
 from core.history_import import ImportResult, WindowImport, plan_import, read_archive_rows
 from core.pipeline.session import SparkJob, SparkOwner
-from core.pipeline.unwrap import Unwrapper, default_unwrap
+from core.status.unwrap import Unwrapper, default_unwrap
 from core.storage import history
 
 

@@ -21,7 +21,7 @@ from core.archive.folder import ArchiveFolder
 from core.pipeline.build import submit_build
 from core.pipeline.hydrate import decode_entries, submit_hydrate
 from core.pipeline.session import default_owner
-from core.pipeline.unwrap import default_unwrap
+from core.status.unwrap import default_unwrap
 from core.storage import history
 from core.synth import synthesize
 

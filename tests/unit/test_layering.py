@@ -21,11 +21,12 @@ LAYERS: list[tuple[str, ...]] = [   # top first
     ("gui", "core.appcli"),         # core.appcli: the `gui`/`demo` commands, a thin launcher of gui.app
     ("core.node",),
     ("core.pipeline", "core.codex"),
-    ("core.torrent", "core.status"),
-    # just above core.archive: history_import (the importer's rules: whole windows, rows from archives; imported
-    # by core.torrent.selection) and synth (waku_messages test data from core.archive's codec); synth_cli is the
+    # history_import: the importer's rules (whole windows, rows from archives, unwrapped by core.status.unwrap),
+    # used by core.torrent.selection, core.pipeline and core.node
+    ("core.torrent", "core.status", "core.history_import"),
+    # just above core.archive: synth (waku_messages test data from core.archive's codec); synth_cli is the
     # `synth` command over it
-    ("core.history_import", "core.synth", "core.synth_cli"),
+    ("core.synth", "core.synth_cli"),
     ("core.archive", "core.waku"),
     ("core.storage", "core.pb", "core.varint"),
     # core: the package (__version__). core.cli: `archivist` itself. By its imports it is the bottom: it imports
@@ -39,9 +40,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("core.storage.waku_messages", "core.archive.codec"):
         "waku_messages reads and writes rows as core.archive.codec.ArchiveMessage; moving that dataclass below "
         "core/archive means editing codec.py, which is being optimised in parallel (issue 20 follow-up)",
-    ("core.history_import", "core.pipeline.unwrap"):
-        "unwrap.py is Status-layer decoding (no Spark; it imports only core.status) kept in core/pipeline; it "
-        "belongs in core/status (the importer is being reworked under the data-safety issue)",
 }
 
 

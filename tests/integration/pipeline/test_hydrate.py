@@ -9,7 +9,7 @@ import pytest
 from core.archive.build import build_archives
 from core.archive.folder import ArchiveFolder
 from core.pipeline.hydrate import HydrateError, InjectedFault, submit_hydrate
-from core.pipeline.unwrap import Unwrapped
+from core.status.unwrap import Unwrapped
 from core.storage import history
 
 from .helpers import COMMUNITY, T0, TOPICS, WEEK, msg, write_store

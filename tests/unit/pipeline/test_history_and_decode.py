@@ -11,7 +11,7 @@ from core.archive.codec import ArchiveMessage
 from core.archive.partition import chunk_messages
 from core.pipeline.encode import make_encoder
 from core.pipeline.hydrate import decode_entries
-from core.pipeline.unwrap import default_unwrap, no_unwrap
+from core.status.unwrap import default_unwrap, no_unwrap
 from core.storage import history
 from core.storage.archive_state import ArchiveInfo
 

@@ -25,15 +25,19 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13waku_metadata.proto\x12\x10waku.metadata.v1\"M\n\x13WakuMetadataRequest\x12\x17\n\ncluster_id\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x0e\n\x06shards\x18\x02 \x03(\rB\r\n\x0b_cluster_id\"N\n\x14WakuMetadataResponse\x12\x17\n\ncluster_id\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x0e\n\x06shards\x18\x02 \x03(\rB\r\n\x0b_cluster_idb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13waku_metadata.proto\x12\x10waku.metadata.v1\"h\n\x13WakuMetadataRequest\x12\x17\n\ncluster_id\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x12\n\x06shards\x18\x02 \x03(\rB\x02\x10\x00\x12\x15\n\rshards_packed\x18\x03 \x03(\rB\r\n\x0b_cluster_id\"i\n\x14WakuMetadataResponse\x12\x17\n\ncluster_id\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x12\n\x06shards\x18\x02 \x03(\rB\x02\x10\x00\x12\x15\n\rshards_packed\x18\x03 \x03(\rB\r\n\x0b_cluster_idb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'waku_metadata_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_WAKUMETADATAREQUEST'].fields_by_name['shards']._loaded_options = None
+  _globals['_WAKUMETADATAREQUEST'].fields_by_name['shards']._serialized_options = b'\020\000'
+  _globals['_WAKUMETADATARESPONSE'].fields_by_name['shards']._loaded_options = None
+  _globals['_WAKUMETADATARESPONSE'].fields_by_name['shards']._serialized_options = b'\020\000'
   _globals['_WAKUMETADATAREQUEST']._serialized_start=41
-  _globals['_WAKUMETADATAREQUEST']._serialized_end=118
-  _globals['_WAKUMETADATARESPONSE']._serialized_start=120
-  _globals['_WAKUMETADATARESPONSE']._serialized_end=198
+  _globals['_WAKUMETADATAREQUEST']._serialized_end=145
+  _globals['_WAKUMETADATARESPONSE']._serialized_start=147
+  _globals['_WAKUMETADATARESPONSE']._serialized_end=252
 # @@protoc_insertion_point(module_scope)

@@ -10,13 +10,16 @@ MAX_FRAME = 64 * 1024
 
 
 def decode_metadata(data: bytes) -> tuple[int | None, list[int]]:
-    """(cluster_id, shards) from a request or response (same layout); raises on malformed bytes."""
+    """(cluster_id, shards) from a request or response (same layout); raises on malformed bytes. As nwaku: the
+    packed field 3 when present, else field 2 (packed or not: protobuf reads both)."""
     m = mpb.WakuMetadataResponse.FromString(data)
-    return (m.cluster_id if m.HasField("cluster_id") else None), list(m.shards)
+    return (m.cluster_id if m.HasField("cluster_id") else None), list(m.shards_packed or m.shards)
 
 
 def encode_metadata(cluster_id: int, shards) -> bytes:
-    return mpb.WakuMetadataResponse(cluster_id=cluster_id, shards=list(shards)).SerializeToString()
+    """As nwaku writes it: shards unpacked in field 2 (older readers) and packed in field 3."""
+    shards = list(shards)
+    return mpb.WakuMetadataResponse(cluster_id=cluster_id, shards=shards, shards_packed=shards).SerializeToString()
 
 
 def cluster_matches(ours: int, theirs: int | None) -> bool:

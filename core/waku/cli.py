@@ -30,7 +30,9 @@ def cmd_wakunode(a) -> int:
                                              handshake_timeout_s=a.handshake_timeout_s,
                                              max_streams_per_conn=a.max_streams_per_conn,
                                              outbound_reserve=a.outbound_reserve),
-                     protected_peers=tuple(a.protected_peer))
+                     protected_peers=tuple(a.protected_peer), requests_per_s=a.requests_per_s,
+                     request_burst=a.request_burst, requests_per_ip_s=a.requests_per_ip_s,
+                     request_burst_per_ip=a.request_burst_per_ip, rate_exempt_ips=tuple(a.rate_exempt_ip))
     node = EmbeddedWakuBackend(cfg)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -64,6 +66,7 @@ def cmd_wakunode(a) -> int:
 
 def register(sub) -> None:
     from core.waku.connection_limits import ConnectionLimits
+    from core.waku import ratelimit as r
     p = sub.add_parser("wakunode", help="run a standalone Waku node (relay, store, metadata, lightpush)")
     p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     p.add_argument("--tcp-port", type=int, default=0, help="TCP port (default: any free port)")
@@ -98,6 +101,16 @@ def register(sub) -> None:
                    help=f"connections kept for dialled and protected peers (default {d.outbound_reserve})")
     p.add_argument("--protected-peer", action="append", default=[],
                    help="peer id always admitted, never refused for limits (repeatable; --peer peers are too)")
+    p.add_argument("--requests-per-s", type=float, default=r.PEER_RATE_S,
+                   help=f"store/lightpush requests per peer id and second (default {r.PEER_RATE_S:g}) ...")
+    p.add_argument("--request-burst", type=int, default=r.PEER_BURST,
+                   help=f"... with this burst; beyond, 429 (default {r.PEER_BURST})")
+    p.add_argument("--requests-per-ip-s", type=float, default=r.IP_RATE_S,
+                   help=f"the same per source address, over all its peer ids (default {r.IP_RATE_S:g}) ...")
+    p.add_argument("--request-burst-per-ip", type=int, default=r.IP_BURST,
+                   help=f"... with this burst (default {r.IP_BURST}); protected peers skip it")
+    p.add_argument("--rate-exempt-ip", action="append", default=[],
+                   help="source address without an address budget (repeatable; default none)")
     p.add_argument("--peer", action="append", help="multiaddr to dial at start (repeatable; protected)")
     p.add_argument("--print-messages", action="store_true", help="print one JSON line per relayed message")
     p.set_defaults(func=cmd_wakunode)

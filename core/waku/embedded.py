@@ -17,17 +17,12 @@ import trio
 from core.pb import waku_store_v2beta4_pb2 as v2pb
 from core.pb import waku_store_v3_pb2 as v3pb
 from core.waku.backend import MessageCallback, Subscription
+from core.waku.errors import StoreQueryError, WakuError, WakuPeerError, peer_error  # noqa: F401 - re-exported
 from core.waku.message import WakuMessage, decode_message
 from core.waku.node import NodeConfig, WakuNode
 from core.waku.relay import ReceivedMessage
 
 log = logging.getLogger(__name__)
-
-
-class StoreQueryError(RuntimeError):
-    def __init__(self, code: int, desc: str):
-        super().__init__(f"store query failed: {code} {desc}")
-        self.code, self.desc = code, desc
 
 
 class EmbeddedWakuBackend:
@@ -103,6 +98,16 @@ class EmbeddedWakuBackend:
                 return await fn(*args)
         return trio.from_thread.run(bounded, trio_token=self._token)
 
+    def _peer_call(self, op: str, peer: str | None, fn, *args):
+        """_call for an exchange with a remote peer: every network failure becomes one WakuPeerError."""
+        try:
+            return self._call(fn, *args)
+        except BaseException as e:  # noqa: BLE001 - mapped or re-raised unchanged
+            err = peer_error(e, peer, op, self.call_timeout)
+            if err is e:
+                raise
+            raise err from e
+
     def _sync(self, fn, *args):
         return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
 
@@ -119,8 +124,8 @@ class EmbeddedWakuBackend:
         return next(a for a in self.listen_addrs if "/ws/" in a)
 
     def add_peer(self, multiaddr: str) -> str:
-        """Dial a peer; returns its peer id."""
-        return self._call(self.node.connect, multiaddr)
+        """Dial a peer; returns its peer id. Raises WakuPeerError (kind "unreachable", "bad address", ...)."""
+        return self._peer_call("dial", multiaddr, self.node.connect, multiaddr)
 
     def connected_peers(self) -> list[str]:
         return self._sync(self.node.connected_peers)
@@ -160,7 +165,9 @@ class EmbeddedWakuBackend:
 
     # --- lightpush ---
     def lightpush(self, peer_id: str, pubsub_topic: str | None, message: WakuMessage):
-        return self._call(self.node.lightpush, peer_id, pubsub_topic, message)
+        """The peer's LightpushResponse (its status_code says whether it took the message); WakuPeerError when
+        there is no answer."""
+        return self._peer_call("lightpush", peer_id, self.node.lightpush, peer_id, pubsub_topic, message)
 
     # --- store ---
     def flush_store(self) -> None:
@@ -170,7 +177,9 @@ class EmbeddedWakuBackend:
                     end: int | None = None, *, pubsub_topic: str | None = None, page_size: int = 100,
                     forward: bool = True, version: int = 3) -> Iterator[ReceivedMessage]:
         """All matching messages from a store peer (peer id, or a multiaddr to dial), fetched page by page.
-        peer=None queries our own store. Pages are fetched lazily as the iterator is consumed."""
+        peer=None queries our own store. Pages are fetched lazily as the iterator is consumed.
+        Raises WakuPeerError when the peer cannot be reached, does not serve store, goes away or does not answer
+        within call_timeout, and StoreQueryError when it answers with another status than 200."""
         if peer is not None and peer.startswith("/"):
             peer = self.add_peer(peer)
         if peer is None:
@@ -195,9 +204,9 @@ class EmbeddedWakuBackend:
                 from core.waku.store_query import handle_store_v3
                 resp = handle_store_v3(self.config.store, req)
             else:
-                resp = self._call(self.node.store_query_v3, peer, req)
+                resp = self._peer_call("store query", peer, self.node.store_query_v3, peer, req)
             if resp.status_code != 200:
-                raise StoreQueryError(resp.status_code, resp.status_desc)
+                raise StoreQueryError(resp.status_code, resp.status_desc, peer)
             for kv in resp.messages:
                 m = decode_message(kv.message.SerializeToString(), require_presence=False)
                 yield ReceivedMessage(kv.pubsub_topic, m, kv.message_hash)
@@ -221,9 +230,9 @@ class EmbeddedWakuBackend:
                 q.start_time = start
             if end is not None:
                 q.end_time = end
-            resp = self._call(self.node.store_query_v2, peer, rpc).response
+            resp = self._peer_call("store query", peer, self.node.store_query_v2, peer, rpc).response
             if resp.error != v2pb.HistoryResponse.NONE:
-                raise StoreQueryError(int(resp.error), v2pb.HistoryResponse.Error.Name(resp.error))
+                raise StoreQueryError(int(resp.error), v2pb.HistoryResponse.Error.Name(resp.error), peer)
             for pm in resp.messages:
                 m = decode_message(pm.SerializeToString(), require_presence=False)
                 ps = pubsub_topic or ""

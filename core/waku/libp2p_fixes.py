@@ -1,34 +1,45 @@
-"""Every py-libp2p 0.8.1 workaround the Waku node needs, in one place (each has a regression test in
-tests/unit/waku/test_libp2p_fixes.py).
+"""Every py-libp2p 0.8.1 workaround the Waku node needs, in one place. Each names where the problem lives in
+py-libp2p 0.8.1 (the pinned version) and has two tests in tests/unit/waku/test_libp2p_fixes.py: one that our fix
+works, and one that asserts the upstream problem is still there, which FAILS when an upgrade fixes it (then
+remove the workaround). No upstream issue was found for any of them in the issue tracker we could search
+(libp2p/py-libp2p); they should be filed upstream.
 
-1. GossipSub only accepts /meshsub/* ids in add_peer: map the Waku relay id to GossipSub v1.1 behaviour.
-2. Pubsub.publish() always sets `from` and `seqno` (js-waku drops such messages under StrictNoSign):
-   build the message ourselves (data + topic only) and push it.
-3. The equivocation check keys on from+seqno, empty for every unsigned message: disabled.
-4. The message cache keys on from+seqno too (IHAVE/IWANT would all collide): key it by the message id.
-5. Silent drops: the 32-slot subscription channel (we deliver through a callback instead), the 32-RPC per-peer
-   send queue (enlarged, and publishers wait while it is above a high-water mark), the 10 msg/s spam limit
-   (disabled through the constructor).
-6. read_exactly() gives up after 100 partial reads (big messages over mplex): our request/response protocols
-   use their own length-prefixed read loop with a size limit (read_length_prefixed).
-7. The default host accepts plaintext, secio and TLS: security options are Noise only.
+1. GossipSub only accepts /meshsub/* ids in add_peer (pubsub/gossipsub.py GossipSub.add_peer, ValueError): map
+   the Waku relay id to GossipSub v1.1 behaviour.
+2. Pubsub.publish() always sets `from` and `seqno` (pubsub/pubsub.py Pubsub.publish; js-waku drops such messages
+   under StrictNoSign): build the message ourselves (data + topic only) and push it.
+3. The equivocation check keys on from+seqno, empty for every unsigned message (gossipsub.py
+   GossipSub._check_equivocation): disabled.
+4. The message cache keys on from+seqno too (pubsub/mcache.py MessageCache.put; IHAVE/IWANT would all collide):
+   key it by the message id.
+5. Silent drops: the 32-slot subscription channel (pubsub.py SUBSCRIPTION_CHANNEL_SIZE; we deliver through a
+   callback instead), the 32-RPC per-peer send queue (pubsub/rpc_queue.py OutBoundQueueSize; enlarged, and
+   publishers wait while it is above a high-water mark), the 10 msg/s spam limit (GossipSub
+   spam_protection_enabled=True by default; disabled through the constructor).
+6. read_exactly() gives up after 100 partial reads (io/utils.py DEFAULT_RETRY_READ_COUNT; big messages over
+   mplex): our request/response protocols use their own length-prefixed read loop with a size limit.
+7. The default host accepts plaintext, secio and TLS (host defaults when sec_opt is not given): Noise only.
 8. The swarm's auto-connector dials up to ~150 peers from the peerstore whenever it has fewer connections
-   (including peers we disconnected for a cluster mismatch): disabled per host.
-9. Every outgoing pubsub RPC carries the signed peer record, rebuilt from the host's addresses and re-serialized
-   (a secp256k1 key serialization, ~0.4 ms) each time: cached per host for SENDER_RECORD_TTL_S.
-10. A listener that cannot bind (port in use) is only logged and the host runs without that address:
-    check_listening() turns it into an error (test: tests/integration/waku/test_faults.py).
+   than min_connections (network/auto_connector.py AutoConnector.maybe_connect; including peers we
+   disconnected for a cluster mismatch): disabled per host.
+9. Every outgoing pubsub RPC carries the signed peer record, re-marshalled from the cached envelope each time
+   (peer/peerstore.py env_to_send_in_RPC -> Envelope.marshal_envelope, a secp256k1 key serialization, ~0.4 ms):
+   the bytes are cached per host for SENDER_RECORD_TTL_S.
+10. A listener that cannot bind (port in use) is only logged and the host runs without that address
+    (network/swarm.py Swarm.listen): check_listening() turns it into an error.
 11. Swarm._handle_inbound_connection holds its inbound slot (`max_connections - min_connections`, 250 by
     default) until the *swarm* stops, not the connection: after 250 incoming connections in a node's life every
     new one is refused. It has no per-IP limit, and a silent socket holds its slot for `inbound_upgrade_timeout`
     (10 s). Replaced per swarm by our handler: a slot per connection for as long as it lives, per-IP and
     handshake limits with a short deadline (connection_limits.InboundGate). The remote IP of a WebSocket
-    connection is read from trio-websocket (py-libp2p's get_remote_address() there always returns None).
-12. `max_connections` also gates outbound dials (`_dial_addr_single_attempt`, `add_conn`) and the pruner closes
-    unprotected peers above the high watermark: `max_connections` = incoming limit + an outbound reserve,
-    no pruning below it, and every peer we dial is protected in the swarm's tag store.
-13. No per-connection stream limit in yamux or mplex: inbound streams beyond the limit are reset.
-Fixes 11-13: tests in tests/unit/waku/test_libp2p_fixes.py and tests/integration/waku/test_connection_limits.py.
+    connection is read from trio-websocket (transport/websocket/connection.py
+    P2PWebSocketConnection.get_remote_address() is a stub returning None).
+12. `max_connections` also gates outbound dials (swarm.py `_dial_addr_single_attempt`, `add_conn`) and the
+    pruner closes unprotected peers above the high watermark: `max_connections` = incoming limit + an outbound
+    reserve, no pruning below it, and every peer we dial is protected in the swarm's tag store.
+13. No per-connection stream limit in yamux or mplex (stream_muxer/yamux, stream_muxer/mplex; ConnectionConfig
+    has no such field): inbound streams beyond the limit are reset.
+Fixes 10-13 are also exercised end to end in tests/integration/waku/test_faults.py and test_connection_limits.py.
 """
 from __future__ import annotations
 
@@ -246,6 +257,11 @@ async def _close_quietly(closer) -> None:
             pass
 
 
+def conn_remote_ip(muxed_conn) -> str | None:
+    """The remote IP of an incoming connection as the gate saw it at accept (None: one we dialled)."""
+    return getattr(muxed_conn, "_waku_remote_ip", None)
+
+
 def incoming_unprotected(swarm, is_protected) -> int:
     """Established incoming connections of peers that are not protected."""
     n = 0
@@ -288,6 +304,7 @@ def install_connection_limits(swarm, gate) -> None:
         if not gate.established(ticket, muxed_conn.peer_id):
             await _close_quietly(muxed_conn)
             raise SwarmException("incoming connection limit reached")
+        muxed_conn._waku_remote_ip = ticket.ip  # for the per-address rate limit (conn_remote_ip)
         ticket.conn = await upstream_add_conn(muxed_conn, direction)
         return ticket.conn
 

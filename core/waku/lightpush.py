@@ -101,9 +101,20 @@ async def answer_v2(data: bytes, publish: PublishFn) -> lpb.PushRpc | None:
     return out
 
 
-async def serve_v2(stream, publish: PublishFn, *, max_request: int = MAX_REQUEST,
+def too_many_v2(data: bytes) -> bytes | None:
+    try:
+        out = lpb.PushRpc(request_id=lpb.PushRpc.FromString(data).request_id)
+    except PbDecodeError:
+        return None
+    out.response.is_success, out.response.info = False, "too many requests"
+    return out.SerializeToString()
+
+
+async def serve_v2(stream, publish: PublishFn, allowed: bool = True, *, max_request: int = MAX_REQUEST,
                    timeout_s: float = DEFAULT_READ_TIMEOUT_S) -> None:
     async def answer(data: bytes) -> bytes | None:
+        if not allowed:
+            return too_many_v2(data)
         out = await answer_v2(data, publish)
         return out.SerializeToString() if out is not None else None
     await serve_exchange(stream, Exchange("lightpush v2", max_request, timeout_s, refuse_v2), answer)

@@ -23,10 +23,10 @@ from libp2p.tools.anyio_service.context import background_trio_service
 
 from core.waku import lightpush, metadata, store_protocol
 from core.waku.identity import load_or_create_identity
-from core.waku.ratelimit import PeerRateLimiter
+from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S, RequestLimiter
 from core.waku.connection_limits import ConnectionLimits, InboundGate
-from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, connection_config, \
-    disable_auto_connector, incoming_unprotected, install_connection_limits
+from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, conn_remote_ip, \
+    connection_config, disable_auto_connector, incoming_unprotected, install_connection_limits
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S
 from core.waku.message import DEFAULT_MAX_FUTURE_S, DEFAULT_MAX_MESSAGE_SIZE, NS, InvalidMessage, WakuMessage, \
     decode_message, encode_message, validate_message
@@ -56,8 +56,11 @@ class NodeConfig:
     max_future_s: float = DEFAULT_MAX_FUTURE_S     # refuse timestamps further ahead (relay, lightpush, publish)
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S  # deadline of every store/lightpush/metadata read and write
     metadata_disconnect_unsupported: bool = False  # nwaku disconnects peers without metadata
-    requests_per_s: float = 100.0           # per-peer store/lightpush limit (token bucket) ...
-    request_burst: int = 500                # ... beyond which peers get 429
+    requests_per_s: float = PEER_RATE_S     # per-peer store/lightpush limit (token bucket) ...
+    request_burst: int = PEER_BURST         # ... beyond which peers get 429
+    requests_per_ip_s: float = IP_RATE_S    # the same per source address, whatever peer ids it uses ...
+    request_burst_per_ip: int = IP_BURST    # ... (protected peers and rate_exempt_ips skip this one)
+    rate_exempt_ips: tuple[str, ...] = ()   # addresses without an address budget (none by default)
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)  # incoming, per IP, handshakes, streams
     protected_peers: tuple[str, ...] = ()   # peer ids always admitted (besides every peer we dial)
     clock: Callable[[], int] = field(default=time.time_ns, repr=False)  # Unix ns, for the timestamp checks
@@ -121,12 +124,14 @@ class WakuNode:
         self.pubsub = WakuPubsub(self.host, self.router, self._on_pubsub)
         h = self.host
         h.set_stream_handler(metadata.METADATA_PROTOCOL, self._serve_metadata)
-        self.limiter = PeerRateLimiter(config.requests_per_s, config.request_burst)
+        self.limiter = RequestLimiter(per_peer_s=config.requests_per_s, peer_burst=config.request_burst,
+                                      per_ip_s=config.requests_per_ip_s, ip_burst=config.request_burst_per_ip,
+                                      exempt_ips=config.rate_exempt_ips)
         lp = dict(max_request=config.max_message_size + lightpush.REQUEST_OVERHEAD, timeout_s=config.read_timeout_s)
         h.set_stream_handler(lightpush.LIGHTPUSH_V3_PROTOCOL,
                              lambda s: lightpush.serve_v3(s, self._lightpush_publish, self._allowed(s), **lp))
         h.set_stream_handler(lightpush.LIGHTPUSH_V2_PROTOCOL,
-                             lambda s: lightpush.serve_v2(s, self._lightpush_publish, **lp))
+                             lambda s: lightpush.serve_v2(s, self._lightpush_publish, self._allowed(s), **lp))
         if self.store is not None:
             h.set_stream_handler(store_protocol.STORE_V3_PROTOCOL, self._serve_store_v3)
             h.set_stream_handler(store_protocol.STORE_V2_PROTOCOL, self._serve_store_v2)
@@ -208,7 +213,10 @@ class WakuNode:
                 await trio.to_thread.run_sync(self.store.add_many, batch)
 
     def _allowed(self, stream) -> bool:
-        return self.limiter.allow(stream.muxed_conn.peer_id.pretty())
+        """The request's peer and source address are within their budgets (ratelimit.RequestLimiter)."""
+        conn = stream.muxed_conn
+        return self.limiter.allow(conn.peer_id.pretty(), conn_remote_ip(conn),
+                                  protected=self.host.get_network().is_protected(conn.peer_id))
 
     async def _serve_store_v3(self, stream) -> None:
         await self.flush_store()  # a query sees every message relayed before it

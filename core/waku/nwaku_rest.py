@@ -18,6 +18,7 @@ from typing import Callable, Iterator, Sequence
 import httpx
 
 from core.waku.backend import MessageCallback, Subscription
+from core.waku.errors import WakuError
 from core.waku.message import WakuMessage
 from core.waku.relay import ReceivedMessage
 
@@ -26,8 +27,8 @@ RELAY_CACHE_SIZE = 50  # nwaku keeps this many messages per topic for GET /relay
 SEEN_LIMIT = 100_000
 
 
-class RestError(RuntimeError):
-    pass
+class RestError(WakuError):
+    """nwaku's REST API could not be reached or answered with an error."""
 
 
 def message_to_json(m: WakuMessage) -> dict:

@@ -9,6 +9,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from core.pb import waku_store_v3_pb2 as v3pb
 from core.waku.embedded import EmbeddedWakuBackend
 from core.waku.message import WakuMessage
@@ -128,3 +130,227 @@ def test_store_pages_per_second(tmp_path):
     store.close()
     print(f"\nstore v3 over the network: {n / 100 / net:,.0f} pages/s of 100 x 512 B ({net / (n / 100) * 1e3:.1f} ms "
           f"per page) (reference: in-process query logic {pages / local:,.0f} pages/s)")
+
+
+# --- load: lightpush, relay and connection floods against one node, with store latency during each ---------------
+# The node under load runs in its own process (`archivist wakunode`, as on a user's machine), the flooding peers in
+# this process, and a store prober in a third process (`python tests/bench/test_waku_bench.py probe ...`) that
+# prints one latency per line, so each phase's latencies are the lines printed during it. Loopback only; every
+# phase is bounded in count and by a deadline.
+N_LOAD = 5_000 if SLOW else 1_000
+LOAD_PEERS, IN_FLIGHT = 10, 8
+CT_LOAD = "/bench/1/load/proto"
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * q))] if xs else float("nan")
+
+
+class _Prober:
+    """A store v3 client in its own process: the latest 20 messages, one query after another."""
+
+    def __init__(self, addr: str):
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.bench.test_waku_bench", "probe", addr],
+                                     stdout=subprocess.PIPE, text=True, cwd=_REPO)
+        self.samples: list[tuple[float, float]] = []   # (time received, latency s)
+        self._lock = threading.Lock()
+        assert self.proc.stdout.readline().strip() == "ready"
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            with self._lock:
+                self.samples.append((time.monotonic(), float(line)))
+
+    def between(self, t0: float, t1: float) -> list[float]:
+        with self._lock:
+            return [lat for t, lat in self.samples if t0 <= t <= t1]
+
+    def wait_samples(self, t0: float, n: int, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.between(t0, time.monotonic())) < n:
+            assert time.monotonic() < deadline, "the store prober stopped answering"
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+        self.proc.stdout.close()
+
+
+def _stored(db) -> int:
+    import sqlite3
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as c:
+        return c.execute("SELECT count(*) FROM waku_store").fetchone()[0]
+
+
+def _wait_stored(db, n: int, timeout: float) -> float:
+    deadline = time.monotonic() + timeout
+    while _stored(db) < n:
+        assert time.monotonic() < deadline, f"only {_stored(db)} of {n} messages stored"
+        time.sleep(0.005)
+    return time.monotonic()
+
+
+def _lightpush_flood(addr: str, server_id: str, n: int) -> None:
+    """LOAD_PEERS fresh peers, each with IN_FLIGHT lightpush v3 requests open at a time."""
+    import trio
+    from core.waku.node import WakuNode
+
+    async def main():
+        # light clients: they relay another shard, so the node does not relay the flood back to them
+        peers = [WakuNode(NodeConfig(ws_port=None, shards=(1,))) for _ in range(LOAD_PEERS)]
+        per_peer = n // LOAD_PEERS
+        failed = []
+        async with trio.open_nursery() as nursery:
+            for p in peers:
+                await nursery.start(p.run)
+                await p.connect(addr)
+
+            async def push(p, idx, count):
+                for i in range(count):
+                    m = WakuMessage(os.urandom(1024), CT_LOAD, timestamp=time.time_ns())
+                    r = await p.lightpush(server_id, PS, m)
+                    if r.status_code != 200:
+                        failed.append(r.status_desc)
+            async with trio.open_nursery() as flood:
+                for p in peers:
+                    for k in range(IN_FLIGHT):
+                        flood.start_soon(push, p, k, per_peer // IN_FLIGHT)
+            nursery.cancel_scope.cancel()
+        assert not failed, failed[:3]
+    trio.run(main)
+
+
+def _connection_flood(addr: str, silent: int, seconds: float) -> tuple[int, int]:
+    """Silent sockets from 127.0.0.2..31 (kept open until the node closes them) and full Noise handshakes by
+    fresh peers, for `seconds`: (sockets opened, handshakes completed)."""
+    import socket
+    port = int(addr.split("/tcp/")[1].split("/")[0])
+    socks, handshakes = [], 0
+    for i in range(silent):
+        s = socket.socket()
+        s.bind((f"127.0.0.{2 + i % 30}", 0))
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        socks.append(s)
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            b = EmbeddedWakuBackend(NodeConfig(ws_port=None))
+            b.start()
+            try:
+                b.add_peer(addr)
+                handshakes += 1
+            finally:
+                b.stop()
+    finally:
+        for s in socks:
+            s.close()
+    return len(socks), handshakes
+
+
+@pytest.mark.skipif(not SLOW, reason="load benchmark: ARCHIVIST_SLOW=1 (make bench)")
+def test_load_floods_and_store_latency(tmp_path):
+    db = tmp_path / "load.db"
+    node = subprocess.Popen([sys.executable, "-m", "core.cli", "wakunode", "--no-ws", "--store", str(db),
+                             "--max-incoming-per-ip", "64", "--requests-per-s", "100000", "--request-burst",
+                             "100000", "--rate-exempt-ip", "127.0.0.1"], stdout=subprocess.PIPE, text=True)
+    prober = None
+    try:
+        info = json.loads(node.stdout.readline())
+        addr, server_id = info["listen_addrs"][0], info["peer_id"]
+        # seed a little history, then the idle reference latency
+        seed = EmbeddedWakuBackend(NodeConfig(ws_port=None))
+        seed.start()
+        try:
+            seed.add_peer(addr)
+            for i in range(100):
+                assert seed.lightpush(server_id, PS, WakuMessage(b"seed %d" % i, CT_LOAD,
+                                                                 timestamp=time.time_ns())).status_code == 200
+        finally:
+            seed.stop()
+        _wait_stored(db, 100, 30)
+        prober = _Prober(addr)
+        t0 = time.monotonic()
+        prober.wait_samples(t0, 200 if SLOW else 50)
+        idle = prober.between(t0, time.monotonic())
+
+        t0 = time.monotonic()
+        _lightpush_flood(addr, server_id, N_LOAD)
+        t1 = _wait_stored(db, 100 + N_LOAD, 120)
+        lp_rate, lp_lat = N_LOAD / (t1 - t0), prober.between(t0, t1)
+
+        pub = EmbeddedWakuBackend(NodeConfig(ws_port=None))
+        pub.start()
+        try:
+            pub.add_peer(addr)
+            pub.wait_for_relay_peer(server_id)
+            t0 = time.monotonic()
+            for i in range(N_LOAD):
+                pub.publish(PS, WakuMessage(os.urandom(1024), CT_LOAD, timestamp=time.time_ns()))
+            t1 = _wait_stored(db, 100 + 2 * N_LOAD, 120)
+        finally:
+            pub.stop()
+        relay_rate, relay_lat = N_LOAD / (t1 - t0), prober.between(t0, t1)
+
+        t0 = time.monotonic()
+        sockets, handshakes = _connection_flood(addr, 300, 8 if SLOW else 4)
+        t1 = time.monotonic()
+        conn_lat = prober.between(t0, t1)
+    finally:
+        if prober is not None:
+            prober.stop()
+        node.terminate()
+        node.wait(15)
+        node.stdout.close()
+
+    # references in the same run: SQLite alone storing the same number of 1 KiB messages (the floor of "stored")
+    ref = MessageStore(tmp_path / "ref.db")
+    msgs = [(PS, WakuMessage(os.urandom(1024), CT_LOAD, timestamp=time.time_ns())) for _ in range(N_LOAD)]
+    t = time.perf_counter()
+    for i in range(0, N_LOAD, 500):
+        ref.add_many(msgs[i:i + 500])
+    ref_rate = N_LOAD / (time.perf_counter() - t)
+    ref.close()
+    ms = 1e3
+    print(f"\nload, {N_LOAD} x 1 KiB per flood, node in its own process, store prober in a third:")
+    print(f"  lightpush v3 from {LOAD_PEERS} peers ({IN_FLIGHT} in flight each): {lp_rate:,.0f} msg/s accepted and "
+          f"stored (reference: SQLite alone stores {ref_rate:,.0f} msg/s in batches of 500)")
+    print(f"  relay from 1 peer: {relay_rate:,.0f} msg/s accepted and stored (same reference)")
+    print(f"  connection flood: {sockets} silent sockets from 30 addresses + {handshakes} full handshakes "
+          f"({handshakes / (t1 - t0):,.1f}/s) in {t1 - t0:.1f} s")
+    for name, lat in (("idle (reference)", idle), ("during lightpush", lp_lat), ("during relay", relay_lat),
+                      ("during connections", conn_lat)):
+        print(f"  store v3 latency {name}: p50 {_pct(lat, 0.5) * ms:.1f} ms, p95 {_pct(lat, 0.95) * ms:.1f} ms "
+              f"({len(lat)} queries)")
+    assert lp_rate > 0 and relay_rate > 0 and handshakes > 0 and idle
+
+
+def _probe(addr: str) -> None:
+    """Store v3 queries for the latest 20 messages, one after another; one latency (s) per line on stdout."""
+    client = EmbeddedWakuBackend(NodeConfig(ws_port=None))
+    client.start()
+    try:
+        peer = client.add_peer(addr)
+        print("ready", flush=True)
+        while True:
+            req = v3pb.StoreQueryRequest(request_id="p", include_data=True, content_topics=[CT_LOAD],
+                                         pubsub_topic=PS, pagination_forward=False, pagination_limit=20)
+            t = time.perf_counter()
+            resp = client._peer_call("store query", peer, client.node.store_query_v3, peer, req)
+            assert resp.status_code == 200, resp.status_desc
+            print(time.perf_counter() - t, flush=True)
+    finally:
+        client.stop()
+
+
+if __name__ == "__main__":  # python -m tests.bench.test_waku_bench probe MULTIADDR (from the repository root)
+    if sys.argv[1] == "probe":
+        _probe(sys.argv[2])

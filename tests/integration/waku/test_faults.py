@@ -1,12 +1,15 @@
-"""Faults: a port in use, a store node that never answers, a store node that vanishes mid-query."""
+"""Faults: a port in use, a store node that never answers, a store node that vanishes mid-query, a peer that
+resets the stream, does not serve the protocol or is gone. Every network failure reaches the caller as one
+WakuPeerError (core/waku/errors.py), never as py-libp2p's own exception types."""
 import socket
 import time
 
 import pytest
-from libp2p.network.exceptions import SwarmException
 import trio
 
+from core.waku import errors
 from core.waku.embedded import EmbeddedWakuBackend
+from core.waku.errors import WakuError, WakuPeerError
 from core.waku.message import WakuMessage
 from core.waku.node import NodeConfig
 from core.waku.store_protocol import STORE_V3_PROTOCOL
@@ -35,8 +38,10 @@ def test_store_node_that_never_answers_times_out(make_node):
     client = make_node(store=False)
     client.call_timeout = 2.0
     t = time.monotonic()
-    with pytest.raises(trio.TooSlowError):
+    with pytest.raises(WakuPeerError, match="no answer within 2 s") as e:
         list(client.query_store(silent.listen_addrs[0], [CT]))
+    assert (e.value.kind, e.value.op, e.value.peer) == (errors.TIMEOUT, "store query", silent.peer_id)
+    assert isinstance(e.value.__cause__, trio.TooSlowError)
     assert time.monotonic() - t < 10
     assert client.add_peer(silent.listen_addrs[0])  # the client still works afterwards
 
@@ -51,9 +56,56 @@ def test_store_node_vanishing_mid_query_raises_instead_of_hanging(make_node):
     assert first[-1].message.payload == b"m99"
     server.stop()
     t = time.monotonic()
-    with pytest.raises(SwarmException, match="No valid connections"):   # py-libp2p's error, not ours yet
+    with pytest.raises(WakuPeerError, match="No valid connections") as e:
         list(it)
+    assert (e.value.kind, e.value.op, e.value.peer) == (errors.UNREACHABLE, "store query", server.peer_id)
     assert time.monotonic() - t < 15
+
+
+def test_peer_that_resets_mid_exchange_is_a_closed_peer_error(make_node):
+    server = make_node()
+    got_request = []
+
+    async def reset_after_reading(stream):
+        got_request.append(await stream.read(1))
+        await stream.reset()
+    server._sync(server.node.host.set_stream_handler, STORE_V3_PROTOCOL, reset_after_reading)
+    client = make_node(store=False)
+    with pytest.raises(WakuPeerError, match="store query to 16Uiu2") as e:
+        list(client.query_store(server.listen_addrs[0], [CT]))
+    assert e.value.kind == errors.CLOSED and got_request, e.value
+    assert e.value.peer == server.peer_id
+
+
+def test_peer_without_the_protocol_is_an_unsupported_peer_error(make_node):
+    no_store = make_node(store=False)
+    client = make_node(store=False)
+    with pytest.raises(WakuPeerError, match="does not serve the protocol") as e:
+        list(client.query_store(no_store.listen_addrs[0], [CT]))
+    assert e.value.kind == errors.UNSUPPORTED
+
+
+def test_peer_that_went_away_fails_dial_lightpush_and_store_with_one_error_type(make_node):
+    gone = make_node()
+    addr, peer = gone.listen_addrs[0], gone.peer_id
+    client = make_node(store=False)
+    client.add_peer(addr)
+    gone.stop()
+    deadline = time.monotonic() + 10
+    while peer in client.connected_peers():  # the client notices the closed connection
+        assert time.monotonic() < deadline, "the client never saw the connection close"
+        time.sleep(0.01)
+    calls = {"dial": lambda: client.add_peer(addr),
+             "lightpush": lambda: client.lightpush(peer, PS, WakuMessage(b"x", CT, timestamp=time.time_ns())),
+             "store query": lambda: list(client.query_store(peer, [CT]))}
+    for op, call in calls.items():
+        with pytest.raises(WakuPeerError) as e:
+            call()
+        assert (e.value.op, e.value.kind) == (op, errors.UNREACHABLE), e.value
+        assert e.value.peer in (addr, peer) and isinstance(e.value, WakuError)
+    with pytest.raises(WakuPeerError, match="bad address") as e:
+        client.add_peer("/ip4/1.2.3/tcp/1")
+    assert e.value.kind == errors.BAD_ADDRESS
 
 
 def test_abusive_store_client_gets_429(make_node):

@@ -2,9 +2,8 @@
 import time
 
 import pytest
-from libp2p.host.exceptions import StreamFailure
 
-from core.waku.embedded import StoreQueryError
+from core.waku.embedded import StoreQueryError, WakuPeerError
 from core.waku.message import WakuMessage
 
 PS = "/waku/2/rs/16/32"
@@ -57,8 +56,9 @@ def test_v2beta4_paging_over_the_wire(make_node, store_node):
 
 def test_store_query_to_node_without_store_fails_cleanly(make_node):
     a, b = make_node(store=False), make_node(store=False)
-    with pytest.raises(StreamFailure, match="failed to open a stream"):   # py-libp2p's error, not ours yet
+    with pytest.raises(WakuPeerError, match="unsupported: the peer does not serve the protocol") as e:
         list(a.query_store(b.listen_addrs[0], [CT]))
+    assert (e.value.peer, e.value.op) == (b.peer_id, "store query")
     assert StoreQueryError(400, "x").code == 400
 
 

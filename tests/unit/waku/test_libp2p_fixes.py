@@ -59,6 +59,25 @@ def test_fix2_published_messages_carry_no_from_seqno_signature():
     assert pm.data and not pm.from_id and not pm.seqno and not pm.signature and not pm.key
 
 
+def test_fix2_upstream_publish_still_sets_from_and_seqno():
+    """Fails once py-libp2p's Pubsub.publish leaves `from`/`seqno` out without signing: then drop fix 2."""
+    from libp2p.pubsub.pubsub import Pubsub
+    pushed = []
+
+    async def main():
+        node = WakuNode(NodeConfig(ws_port=None))
+        async with trio.open_nursery() as n:
+            await n.start(node.run)
+
+            async def capture(forwarder, msg):
+                pushed.append(msg)
+            node.pubsub.push_msg = capture
+            await Pubsub.publish(node.pubsub, node.config.topics()[0], b"x")
+            n.cancel_scope.cancel()
+    trio.run(main)
+    assert pushed[0].from_id and pushed[0].seqno  # js-waku drops such messages under StrictNoSign
+
+
 def _unsigned(data):
     return rpc_pb2.Message(data=data, topicIDs=["t"])
 
@@ -87,6 +106,8 @@ def test_fix5_no_silent_drops():
     assert rpc_queue.OutBoundQueueSize == 32  # upstream
     q = rpc_queue.RpcQueue()
     assert all(q.push(rpc_pb2.RPC()) for _ in range(SEND_QUEUE_SIZE)) and not q.push(rpc_pb2.RPC())
+    assert GossipSub(protocols=[WAKU_RELAY_PROTOCOL], degree=6, degree_low=4,
+                     degree_high=8).spam_protection_enabled is True  # upstream default
     assert WakuGossipSub().spam_protection_enabled is False
     # delivery bypasses the 32-slot subscription channel: 100 messages reach the callback synchronously
     from libp2p.pubsub import pubsub as upstream_pubsub
@@ -137,6 +158,8 @@ def test_fix6_length_prefixed_read_survives_many_partial_reads():
 
 def test_fix7_noise_is_the_only_security_protocol():
     kp = create_new_key_pair()
+    upstream = new_host(key_pair=kp)
+    assert "/plaintext/2.0.0" in [str(p) for p in upstream.get_network().upgrader.security_multistream.transports]
     assert list(noise_only_security(kp)) == ["/noise"]
     node = WakuNode(NodeConfig(ws_port=None))
     offered = list(node.host.get_network().upgrader.security_multistream.transports)
@@ -153,9 +176,12 @@ def test_fix8_auto_connector_disabled():
         called.append(1)
         return []
     ac._get_candidate_peers = spy
+    ac._started = True
+    trio.run(ac.maybe_connect)
+    assert called == [1]  # upstream: below min_connections it looks for peerstore peers to dial
     disable_auto_connector(host)
     trio.run(ac.maybe_connect)
-    assert called == []
+    assert called == [1]
 
 
 def test_fix9_sender_record_is_cached_per_host():
@@ -174,6 +200,41 @@ def test_fix9_sender_record_is_cached_per_host():
     finally:
         libp2p_fixes._upstream_env_to_send = upstream
     assert len(calls) == 1 and len({f[0] for f in first}) == 1 and first[0][0]
+
+
+def test_fix9_upstream_still_marshals_the_record_on_every_rpc():
+    """Fails once py-libp2p's env_to_send_in_RPC returns cached bytes: then drop fix 9."""
+    from core.waku import libp2p_fixes
+    kp = create_new_key_pair()
+    host = new_host(key_pair=kp, sec_opt=noise_only_security(kp))
+    libp2p_fixes._upstream_env_to_send(host)  # issues and caches the record itself
+    env = host.get_peerstore().get_local_record()
+    marshals = []
+    upstream_marshal = env.marshal_envelope
+    env.marshal_envelope = lambda: (marshals.append(1), upstream_marshal())[1]
+    for _ in range(5):
+        libp2p_fixes._upstream_env_to_send(host)
+    assert len(marshals) == 5
+
+
+def test_fix10_upstream_host_runs_without_an_address_it_could_not_bind():
+    """Fails once py-libp2p's host.run raises on a port in use: then drop check_listening (fix 10)."""
+    import socket
+    import multiaddr
+    from core.waku.libp2p_fixes import check_listening
+
+    async def main():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            want = multiaddr.Multiaddr(f"/ip4/127.0.0.1/tcp/{s.getsockname()[1]}")
+            kp = create_new_key_pair()
+            host = new_host(key_pair=kp, sec_opt=noise_only_security(kp))
+            async with host.run([want]):  # upstream: only logged
+                assert host.get_addrs() == []
+                with pytest.raises(OSError, match="could not listen on /ip4/127.0.0.1/tcp/"):
+                    check_listening(host, [want])
+    trio.run(main)
 
 
 async def _until(cond, timeout: float = 5.0) -> None:
@@ -260,6 +321,32 @@ def test_fix12_outbound_reserve_and_dialled_peers_are_protected():
     assert not [f.name for f in fields(ConnectionConfig) if f.name.startswith(("max_streams", "max_inbound_str"))]
 
 
+def test_fix12_upstream_max_connections_still_blocks_our_own_dials():
+    """Fails once py-libp2p keeps room for outbound dials when incoming ones fill max_connections: then the
+    outbound reserve of fix 12 can go."""
+    import multiaddr
+    from libp2p.network.config import ConnectionConfig
+    from libp2p.network.exceptions import SwarmException
+    from libp2p.peer.peerinfo import info_from_p2p_addr
+
+    async def main():
+        kp = create_new_key_pair()
+        upstream = new_host(key_pair=kp, sec_opt=noise_only_security(kp),
+                            connection_config=ConnectionConfig(max_connections=1, min_connections=0,
+                                                               low_watermark=1, high_watermark=1))
+        disable_auto_connector(upstream)
+        stranger, friend = WakuNode(NodeConfig(ws_port=None)), WakuNode(NodeConfig(ws_port=None))
+        async with trio.open_nursery() as n, upstream.run([multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]):
+            await n.start(stranger.run)
+            await n.start(friend.run)
+            await stranger.connect(f"{upstream.get_addrs()[0]}")
+            await _until(lambda: len(upstream.get_network().get_connections()) == 1)
+            with pytest.raises(SwarmException):  # the one incoming stranger leaves no room to dial a friend
+                await upstream.connect(info_from_p2p_addr(multiaddr.Multiaddr(friend.listen_addrs()[0])))
+            n.cancel_scope.cancel()
+    trio.run(main)
+
+
 def test_fix13_inbound_streams_per_connection_are_limited():
     from core.waku.connection_limits import ConnectionLimits
     proto = "/test/hold/1"
@@ -293,6 +380,36 @@ def test_fix13_inbound_streams_per_connection_are_limited():
     trio.run(main)
 
 
+def test_fix13_upstream_accepts_any_number_of_inbound_streams():
+    """Fails once py-libp2p limits inbound streams per connection by itself: then drop fix 13."""
+    import multiaddr
+    from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
+    proto, n_streams = "/test/hold/1", 100
+
+    async def main():
+        kp = create_new_key_pair()
+        upstream = new_host(key_pair=kp, sec_opt=noise_only_security(kp), muxer_opt={YAMUX: Yamux})
+        disable_auto_connector(upstream)
+        held = []
+        release = trio.Event()
+
+        async def hold(stream):
+            held.append(stream)
+            await release.wait()
+        upstream.set_stream_handler(proto, hold)
+        client = WakuNode(NodeConfig(ws_port=None))
+        async with trio.open_nursery() as n, upstream.run([multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]):
+            await n.start(client.run)
+            await client.connect(f"{upstream.get_addrs()[0]}")
+            async with trio.open_nursery() as opens:
+                for _ in range(n_streams):
+                    opens.start_soon(client.host.new_stream, ID.from_base58(upstream.get_id().pretty()), [proto])
+            await _until(lambda: len(held) == n_streams)
+            release.set()
+            n.cancel_scope.cancel()
+    trio.run(main)
+
+
 def test_fix11_websocket_connections_are_counted_by_their_ip():
     async def main():
         a, b = WakuNode(NodeConfig()), WakuNode(NodeConfig())
@@ -300,6 +417,10 @@ def test_fix11_websocket_connections_are_counted_by_their_ip():
             await n.start(a.run)
             await n.start(b.run)
             await b.connect(next(x for x in a.listen_addrs() if "/ws" in x))
-            await _until(lambda: a.gate.stats()["per_ip"] == {"127.0.0.1": 1})  # upstream gives no address
+            await _until(lambda: a.gate.stats()["per_ip"] == {"127.0.0.1": 1})
+            await _until(lambda: a.host.get_network().get_connections())
+            ws = a.host.get_network().get_connections()[0].muxed_conn.secured_conn.conn.conn.stream
+            assert type(ws).__name__ == "P2PWebSocketConnection"
+            assert ws.get_remote_address() is None  # upstream's stub; fails once it is implemented
             n.cancel_scope.cancel()
     trio.run(main)

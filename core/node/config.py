@@ -32,6 +32,8 @@ class NodeSettings:
     waku_read_timeout_s: float = 10.0            # deadline of every store/lightpush/metadata request
     spark_master: str = "local[*]"
     spark_build: bool = True                     # control nodes build on Spark (False: single-process path)
+    spark_secret_file: str | None = None         # the cluster's shared secret (spark.authenticate), a 0600 file
+    spark_encrypt: bool = False                  # spark.network.crypto.enabled (needs spark_secret_file)
     communities: list[CommunityConfig] = field(default_factory=list)
 
 
@@ -45,6 +47,12 @@ def _peer(s: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise ConfigError(f"peer {s!r} is not HOST:PORT")
     return host, int(port)
+
+
+def _bool(v, key: str) -> bool:
+    if not isinstance(v, bool):
+        raise ConfigError(f"{key} must be true or false, not {v!r}")
+    return v
 
 
 def load(path: Path | str) -> NodeSettings:
@@ -81,6 +89,8 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             waku_read_timeout_s=float(w.get("read_timeout_s", 10.0)),
             spark_master=str(doc.get("spark", {}).get("master", "local[*]")),
             spark_build=bool(doc.get("spark", {}).get("build", True)),
+            spark_secret_file=rel(doc.get("spark", {}).get("secret_file")),
+            spark_encrypt=_bool(doc.get("spark", {}).get("encrypt", False), "spark.encrypt"),
         )
         for c in doc.get("community", []):
             role = c.get("role", "member")
@@ -105,6 +115,8 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
     if s.waku_max_message_size < 1024 or s.waku_max_future_s < 0 or s.waku_read_timeout_s <= 0:
         raise ConfigError("waku.max_message_size must be at least 1024 bytes, max_future_s >= 0 and "
                           "read_timeout_s > 0")
+    if s.spark_encrypt and not s.spark_secret_file:
+        raise ConfigError("spark.encrypt needs spark.secret_file (encryption uses the cluster's shared secret)")
     if s.waku_backend not in ("embedded", "nwaku-rest", "none"):
         raise ConfigError(f"waku.backend must be embedded, nwaku-rest or none, not {s.waku_backend!r}")
     return s
@@ -164,8 +176,13 @@ def dump(s: NodeSettings, base: Path, channel_names: dict[str, str] | None = Non
                       ("max_future_s", "waku_max_future_s"), ("read_timeout_s", "waku_read_timeout_s")):
         if getattr(s, attr) != getattr(d, attr):
             lines.append(f"{key} = {_toml(getattr(s, attr))}")
-    if (s.spark_master, s.spark_build) != (d.spark_master, d.spark_build):
+    spark = (s.spark_master, s.spark_build, s.spark_secret_file, s.spark_encrypt)
+    if spark != (d.spark_master, d.spark_build, d.spark_secret_file, d.spark_encrypt):
         lines += ["", "[spark]", f"master = {_toml(s.spark_master)}", f"build = {_toml(s.spark_build)}"]
+        if s.spark_secret_file:
+            lines.append(f"secret_file = {_toml(_path(s.spark_secret_file, base))}")
+        if s.spark_encrypt:
+            lines.append("encrypt = true")
     for c in s.communities:
         lines += ["", "[[community]]", f"id = {_toml(c.community_id)}", f"name = {_toml(c.name)}",
                   f"role = {_toml(c.role)}", "channels = ["]

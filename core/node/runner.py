@@ -50,11 +50,11 @@ def _waku_backend(s: NodeSettings):
                                           max_future_s=s.waku_max_future_s, read_timeout_s=s.waku_read_timeout_s))
 
 
-def spark_builder(master: str):
+def spark_builder(master: str, secret_file: str | None = None, encrypt: bool = False):
     """A ControlNode builder that runs the build job on the process's SparkSession (byte-identical output)."""
     from core.pipeline.build import submit_build
     from core.pipeline.session import SparkSettings, default_owner
-    owner = default_owner(SparkSettings(master=master))
+    owner = default_owner(SparkSettings(master=master, secret_file=secret_file, encrypt=encrypt))
     return lambda *args, **kw: submit_build(owner, *args, **kw).result()
 
 
@@ -82,7 +82,8 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True) -> Runn
     history = MemberHistory(s.data_dir / "history.sqlite")
     engine = Engine(s.data_dir, clock=clock, transport=transport, torrents=torrents, settle=s.settle_seconds,
                     tick_seconds=s.tick_seconds, peers=tuple(s.torrent_peers), history=history, grace=s.grace_period,
-                    builder=spark_builder(s.spark_master) if s.spark_build else None)
+                    builder=spark_builder(s.spark_master, s.spark_secret_file, s.spark_encrypt)
+                    if s.spark_build else None)
     engine.hydrator = reference_hydrator(history, unwrap=engine.unwrap)
     node = RunningNode(s, engine, torrents, waku, history)
     if communities:

@@ -1,7 +1,8 @@
 """`archivist spark-build` and `archivist spark-hydrate`: the Spark pipeline from the command line.
 
 spark-build takes the same arguments as `archivist build` (and gives byte-identical output), plus --master and
-the cluster flags (driver address and ports, executor Python, worker timeout; docs/PIPELINE.md "Cluster").
+the cluster flags (driver address and ports, executor Python, worker timeout, secret file and encryption;
+docs/PIPELINE.md "Cluster"). `archivist spark-master` / `spark-worker` run Spark's own standalone daemons.
 """
 from __future__ import annotations
 
@@ -13,11 +14,26 @@ from core.archive.cli import _community_id, add_build_arguments
 from core.archive.errors import ArchiveError
 
 
-def _owner(a):
+def _owner(a, command: str):
+    """The job's SparkOwner. Checks the secret file first (SparkSecurityError: exit 2 before any JVM starts) and
+    prints the insecure-master warning on stderr (the owner does not log it again)."""
     from core.pipeline.session import SparkOwner, SparkSettings
-    return SparkOwner(SparkSettings(master=a.master, driver_host=a.driver_host, driver_bind=a.driver_bind,
-                                    driver_port=a.driver_port, block_manager_port=a.block_manager_port,
-                                    executor_python=a.executor_python, worker_timeout=a.worker_timeout))
+    s = SparkSettings(master=a.master, driver_host=a.driver_host, driver_bind=a.driver_bind,
+                      driver_port=a.driver_port, block_manager_port=a.block_manager_port,
+                      executor_python=a.executor_python, worker_timeout=a.worker_timeout,
+                      secret_file=a.spark_secret_file, encrypt=a.spark_encrypt)
+    s.secret_conf()
+    warning = s.security_warning()
+    if warning:
+        print(f"archivist {command}: {warning}", file=sys.stderr)
+    return SparkOwner(s, log_warnings=False)
+
+
+def add_security_arguments(p) -> None:
+    p.add_argument("--spark-secret-file", metavar="FILE",
+                   help="the cluster's shared secret (spark.authenticate), a file only you can read (mode 0600)")
+    p.add_argument("--spark-encrypt", action="store_true",
+                   help="encrypt Spark's network traffic (spark.network.crypto.enabled; needs --spark-secret-file)")
 
 
 def add_spark_arguments(p) -> None:
@@ -31,6 +47,7 @@ def add_spark_arguments(p) -> None:
     p.add_argument("--executor-python", help="Python the executors run (default: python3 on each worker's PATH)")
     p.add_argument("--worker-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="fail when no Spark executor has been available this long (cluster mode; default 60)")
+    add_security_arguments(p)
     p.add_argument("--progress", action="store_true", help="show the fraction of Spark tasks done on stderr")
 
 
@@ -53,16 +70,21 @@ def _wait(job, show_progress: bool):
 
 def cmd_spark_build(a) -> int:
     from core.pipeline.build import submit_build
+    from core.pipeline.security import SparkSecurityError
     from core.pipeline.session import JobCancelled, JobFailed, SparkConfigError
     from core.archive.cli import print_build_result
     from core.status.build_cli import encrypt_transform
     transform = encrypt_transform(a)
-    owner = _owner(a)
+    try:
+        owner = _owner(a, "spark-build")
+    except SparkSecurityError as e:
+        print(f"archivist spark-build: {e}", file=sys.stderr)
+        return 2
     try:
         job = submit_build(owner, a.db, a.community_id, a.topic, a.data_dir, a.torrent_dir, start=a.start,
                            end=a.end, trackers=a.tracker or [], transform=transform)
         res = _wait(job, a.progress)
-    except (ArchiveError, FileNotFoundError, SparkConfigError) as e:
+    except (ArchiveError, FileNotFoundError, SparkConfigError, SparkSecurityError) as e:
         print(f"archivist spark-build: {e}", file=sys.stderr)
         return 2
     except JobFailed as e:
@@ -80,6 +102,7 @@ def cmd_spark_build(a) -> int:
 def cmd_spark_hydrate(a) -> int:
     from core.cli import print_json
     from core.pipeline.hydrate import HydrateError, submit_hydrate
+    from core.pipeline.security import SparkSecurityError
     from core.pipeline.session import JobCancelled, JobFailed, SparkConfigError
     from core.status.archive_encryption import key_store
     from core.status.archive_encryption import open_archive_bytes, open_index_bytes
@@ -87,10 +110,10 @@ def cmd_spark_hydrate(a) -> int:
     try:
         selection = selection_from_args(a)
         store = key_store(a.key, a.community_id)
-    except (ValueError, ArchiveError) as e:
+        owner = _owner(a, "spark-hydrate")
+    except (ValueError, ArchiveError) as e:   # SparkSecurityError is a ValueError
         print(f"archivist spark-hydrate: {e}", file=sys.stderr)
         return 2
-    owner = _owner(a)
     try:
         job = submit_hydrate(owner, a.folder, a.community_id, a.db, archive_ids=a.archive_id, selection=selection,
                              open_archive=functools.partial(open_archive_bytes, store=store),
@@ -99,7 +122,7 @@ def cmd_spark_hydrate(a) -> int:
     except (HydrateError, JobFailed) as e:
         print(f"archivist spark-hydrate: {e}", file=sys.stderr)
         return 1
-    except (ArchiveError, FileNotFoundError, SparkConfigError) as e:
+    except (ArchiveError, FileNotFoundError, SparkConfigError, SparkSecurityError) as e:
         print(f"archivist spark-hydrate: {e}", file=sys.stderr)
         return 2
     except JobCancelled as e:
@@ -112,6 +135,54 @@ def cmd_spark_hydrate(a) -> int:
     else:
         print(f"imported {len(res.imported_archive_ids)} archives ({res.windows} windows), {res.messages} messages")
     return 0
+
+
+def _daemon_cluster(a, *, master: bool):
+    """The StandaloneCluster of `spark-master` (master only) or `spark-worker` (worker only)."""
+    import os
+    from core.pipeline import security
+    from core.pipeline.cluster import StandaloneCluster
+    from core.pipeline.session import _cache_home, local_address_towards, master_host_port
+    if master:
+        workdir = a.work_dir or security.runtime_dir() / f"master-{a.port}"
+        host = a.host
+    else:
+        master_host_port(a.master)   # SparkConfigError for a malformed URL
+        workdir = a.work_dir or _cache_home() / "archivist" / "spark-worker"
+        host = a.host or local_address_towards(*master_host_port(a.master))
+    os.makedirs(os.path.dirname(os.path.abspath(workdir)), mode=0o700, exist_ok=True)
+    return StandaloneCluster(workdir, master=master, worker=not master, host=host, port=a.port,
+                             webui_port=a.webui_port, secret_file=a.spark_secret_file, encrypt=a.spark_encrypt,
+                             cores=None if master else a.cores, memory=None if master else a.memory,
+                             master_url=None if master else a.master, timeout=a.start_timeout)
+
+
+def cmd_spark_daemon(a) -> int:
+    """`archivist spark-master` / `spark-worker`: Spark's own daemon in the foreground; Ctrl-C stops it.
+    stdout: the master URL (master) or `registered with URL` (worker), once ready; then nothing."""
+    from core.pipeline.cluster import DaemonError, serve
+    from core.pipeline.security import SparkSecurityError, insecure_master_warning
+    from core.pipeline.session import SparkConfigError
+    master = a.command == "spark-master"
+    try:
+        cluster = _daemon_cluster(a, master=master)
+    except (SparkSecurityError, SparkConfigError) as e:
+        print(f"archivist {a.command}: {e}", file=sys.stderr)
+        return 2
+    url = f"spark://{cluster.host}:{a.port}" if master else a.master
+    warning = insecure_master_warning(url, secret=bool(a.spark_secret_file), encrypt=a.spark_encrypt)
+    if warning:
+        print(f"archivist {a.command}: {warning}", file=sys.stderr)
+
+    def announce(c):
+        print(c.master_url if master else f"registered with {c.master_url}", flush=True)
+        log = (c.master or c.worker).log.name
+        print(f"archivist {a.command}: running (log: {log}); Ctrl+C stops it", file=sys.stderr, flush=True)
+    try:
+        return serve(cluster, announce)
+    except DaemonError as e:
+        print(f"archivist {a.command}: {e}", file=sys.stderr)
+        return 1
 
 
 def register(sub) -> None:
@@ -131,3 +202,25 @@ def register(sub) -> None:
     add_spark_arguments(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_spark_hydrate)
+
+    for name, text in (("spark-master", "run a Spark standalone master (Spark's own daemon) in the foreground"),
+                       ("spark-worker", "run a Spark standalone worker (Spark's own daemon) in the foreground")):
+        p = sub.add_parser(name, help=text)
+        if name == "spark-master":
+            p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; "
+                           "give the machine's address, or 0.0.0.0, for workers and drivers elsewhere)")
+            p.add_argument("--port", type=int, default=7077, help="master port (default 7077; 0: any free port)")
+            p.add_argument("--webui-port", type=int, default=8080, help="web UI port (default 8080; 0: any)")
+        else:
+            p.add_argument("--master", required=True, help="the master's URL, spark://HOST:PORT")
+            p.add_argument("--host", help="address to listen on (default: the local address that routes to the "
+                           "master)")
+            p.add_argument("--port", type=int, default=0, help="worker port (default: any free port)")
+            p.add_argument("--webui-port", type=int, default=0, help="web UI port (default: any free port)")
+            p.add_argument("--cores", type=int, help="cores to offer (default: all)")
+            p.add_argument("--memory", help="memory to offer, e.g. 4g (default: all but 1 GiB)")
+        p.add_argument("--work-dir", help="logs and (worker) executor folders (default: a private folder)")
+        p.add_argument("--start-timeout", type=float, default=180.0, metavar="SECONDS",
+                       help="give up when the daemon is not up after this long (default 180)")
+        add_security_arguments(p)
+        p.set_defaults(func=cmd_spark_daemon, command=name)

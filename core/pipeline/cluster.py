@@ -1,4 +1,9 @@
-"""A standalone Spark cluster (one master, 0 or 1 worker) on 127.0.0.1, started from the installed pyspark.
+"""Spark's own standalone daemons (master, worker) started from the installed pyspark: no home-made scheduler.
+
+`StandaloneCluster`: one master and 0 or 1 worker on one host (default 127.0.0.1), for tests and for trying cluster
+mode on one machine. `archivist spark-master` / `archivist spark-worker` (core/pipeline/cli.py) run one daemon in
+the foreground through `serve()`. With a secret file, both daemons get `spark.authenticate` (and, with `encrypt`,
+`spark.network.crypto.enabled`) from a 0600 properties file in a private folder, removed once the daemon has read it.
 
 For tests and for trying cluster mode on one machine: `with StandaloneCluster(workdir) as c: c.master_url`.
 Ports are chosen by Spark (port 0) and read back from the daemons' logs. The input store and archive folders must
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -18,8 +24,16 @@ from pathlib import Path
 
 import pyspark
 
+from core.pipeline import security
+
 _MASTER_RE = re.compile(r"Starting Spark master at (spark://[\w.\-]+:\d+)")
 _REGISTERED_RE = re.compile(r"Successfully registered with master")
+_FAILED_RE = re.compile(r"Failed to connect to master|All masters are unresponsive")
+_RECORD_RE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d ")   # the start of the next log record
+
+
+class DaemonError(RuntimeError):
+    """A Spark daemon did not come up; the message is one line."""
 
 
 def spark_home() -> Path:
@@ -32,8 +46,9 @@ class _Daemon:
     def __init__(self, args: list[str], log_path: Path, pattern: re.Pattern, env: dict):
         self.pattern = pattern
         self.match: re.Match | None = None
+        self.failure: list[str] | None = None   # a refused registration: the log record's lines
         self.ready = threading.Event()
-        self.log = open(log_path, "w")
+        self.log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "w")
         self.proc = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -43,16 +58,35 @@ class _Daemon:
         for line in self.proc.stdout:
             self.log.write(line)
             self.log.flush()
-            if self.match is None:
-                m = self.pattern.search(line)
-                if m:
-                    self.match = m
+            if self.ready.is_set():
+                continue
+            if self.failure is not None:   # collect the refusal's stack trace up to the next log record
+                if _RECORD_RE.match(line) or len(self.failure) > 60:
                     self.ready.set()
+                else:
+                    self.failure.append(line.rstrip())
+                continue
+            m = self.pattern.search(line)
+            if m:
+                self.match = m
+                self.ready.set()
+            elif _FAILED_RE.search(line):
+                self.failure = [line.rstrip()]
+                # the stack trace follows at once; the next record may take a while (Spark retries in ~10 s)
+                t = threading.Timer(2.0, self.ready.set)
+                t.daemon = True
+                t.start()
         self.ready.set()  # process ended: wake the waiter (match stays None)
 
-    def wait(self, timeout: float, what: str) -> re.Match:
-        if not self.ready.wait(timeout) or self.match is None:
-            raise RuntimeError(f"{what} did not start within {timeout:.0f} s (see {self.log.name})")
+    def wait(self, timeout: float, what: str, master_url: str | None = None, with_secret: bool = False) -> re.Match:
+        if not self.ready.wait(timeout):
+            raise DaemonError(f"{what} did not start within {timeout:.0f} s (see {self.log.name})")
+        if self.match is None and self.failure is not None and master_url:
+            raise DaemonError(f"{what}: " + security.refusal_message(master_url, self.failure,
+                                                                      with_secret=with_secret)
+                              + f" (see {self.log.name})")
+        if self.match is None:
+            raise DaemonError(f"{what} did not start (see {self.log.name})")
         return self.match
 
     def stop(self) -> None:
@@ -68,18 +102,23 @@ class _Daemon:
 
 
 class StandaloneCluster:
-    def __init__(self, workdir: Path | str, *, cores: int = 2, memory: str = "1g", timeout: float = 180.0,
-                 worker: bool = True, host: str = "127.0.0.1", python: str = sys.executable):
+    def __init__(self, workdir: Path | str, *, cores: int | None = 2, memory: str | None = "1g",
+                 timeout: float = 180.0, worker: bool = True, master: bool = True, host: str = "127.0.0.1",
+                 port: int = 0, webui_port: int = 0, python: str = sys.executable, secret_file: str | None = None,
+                 encrypt: bool = False, master_url: str | None = None):
         self.workdir = Path(workdir)
         self.cores, self.memory, self.timeout = cores, memory, timeout
-        self.with_worker, self.host, self.python = worker, host, python
+        self.with_worker, self.with_master, self.host, self.python = worker, master, host, python
+        self.port, self.webui_port = port, webui_port
+        self.auth = security.auth_conf(security.read_secret(secret_file) if secret_file else None, encrypt)
         self.master: _Daemon | None = None
         self.worker: _Daemon | None = None
-        self.master_url: str | None = None
+        self.master_url: str | None = master_url   # worker only (master=False): the master to register with
 
     def _env(self) -> dict:
         env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")}
+               if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP",
+                            "SPARK_MASTER_OPTS", "SPARK_WORKER_OPTS", "SPARK_DAEMON_JAVA_OPTS")}
         path = env.get("PATH", "")
         env.update({"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": self.host,
                     "SPARK_LOG_DIR": str(self.workdir / "logs"), "SPARK_WORKER_DIR": str(self.workdir / "work"),
@@ -87,21 +126,46 @@ class StandaloneCluster:
                     "PATH": str(Path(self.python).parent) + (os.pathsep + path if path else "")})
         return env
 
+    def _start(self, name: str, args: list[str], pattern: re.Pattern) -> _Daemon:
+        """Start one daemon; its security settings come from a 0600 properties file (never its command line),
+        deleted as soon as the daemon is up (it reads the file once, at start)."""
+        props = None
+        if self.auth:
+            props = security.write_private(security.private_dir(self.workdir / "conf") / f"{name}.properties",
+                                           security.properties_text(self.auth))
+            args = [*args, "--properties-file", str(props)]
+        try:
+            d = _Daemon(args, self.workdir / f"{name}.log", pattern, self._env())
+            try:
+                d.wait(self.timeout, f"Spark {name}", self.master_url if name == "worker" else None,
+                       bool(self.auth))
+            except BaseException:
+                d.stop()
+                raise
+            return d
+        finally:
+            if props is not None:
+                props.unlink(missing_ok=True)
+
     def start(self) -> str:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.master = _Daemon(["org.apache.spark.deploy.master.Master", "--host", self.host, "--port", "0",
-                               "--webui-port", "0"], self.workdir / "master.log", _MASTER_RE, self._env())
-        self.master_url = self.master.wait(self.timeout, "Spark master").group(1)
+        security.private_dir(self.workdir)
+        if self.with_master:
+            self.master = self._start("master", ["org.apache.spark.deploy.master.Master", "--host", self.host,
+                                                 "--port", str(self.port), "--webui-port", str(self.webui_port)],
+                                      _MASTER_RE)
+            self.master_url = self.master.match.group(1)
         if self.with_worker:
             self.start_worker()
         return self.master_url
 
     def start_worker(self) -> None:
-        self.worker = _Daemon(["org.apache.spark.deploy.worker.Worker", "--host", self.host, "--port", "0",
-                               "--webui-port", "0", "--cores", str(self.cores), "--memory", self.memory,
-                               "--work-dir", str(self.workdir / "work"), self.master_url],
-                              self.workdir / "worker.log", _REGISTERED_RE, self._env())
-        self.worker.wait(self.timeout, "Spark worker")
+        res = [*(["--cores", str(self.cores)] if self.cores else []),
+               *(["--memory", self.memory] if self.memory else [])]
+        work = security.private_dir(self.workdir / "work")
+        self.worker = self._start("worker", ["org.apache.spark.deploy.worker.Worker", "--host", self.host, "--port",
+                                             str(self.port if not self.with_master else 0), "--webui-port",
+                                             str(self.webui_port if not self.with_master else 0), *res,
+                                             "--work-dir", str(work), self.master_url], _REGISTERED_RE)
 
     def stop(self) -> None:
         for d in (self.worker, self.master):
@@ -118,6 +182,30 @@ class StandaloneCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def serve(cluster: StandaloneCluster, announce) -> int:
+    """Run `cluster`'s daemon(s) in the foreground: `announce(cluster)` once they are up, then wait until a daemon
+    exits (its exit code) or Ctrl-C / SIGTERM (stops them, 0)."""
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        with cluster:
+            announce(cluster)
+            daemons = [d for d in (cluster.master, cluster.worker) if d is not None]
+            done = threading.Event()
+            for d in daemons:
+                threading.Thread(target=lambda d=d: (d.proc.wait(), done.set()), daemon=True).start()
+            try:
+                done.wait()
+            except KeyboardInterrupt:
+                return 0
+            return next(d.proc.returncode for d in daemons if d.proc.poll() is not None) or 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":

@@ -11,16 +11,17 @@ advertises the local address that routes to the master (`driver_network`), execu
 `SparkSettings.executor_python`) and receive the project's code as a zip (`project_zip`); nothing driver-local
 (paths into the checkout, this interpreter, the log4j file) is handed to them. A watchdog fails a job whose
 application has had no executor for `worker_timeout` seconds (`JobFailed`) instead of waiting forever.
+Runtime files live in a private folder, and the cluster's secret never reaches a command line (security.py).
 """
 from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
 import os
 import queue
 import socket
 import sys
-import tempfile
 import threading
 import time
 import zipfile
@@ -28,6 +29,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+from core.pipeline import security
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
 
@@ -161,7 +166,7 @@ class SparkSettings:
     executor_memory: str = "1g"
     max_direct_memory: str = "1g"             # big blobs travel through Python workers; cap off-heap use
     shuffle_partitions: int = 4
-    log_dir: str | None = None                # Spark's own log file goes here (default: a temp folder)
+    log_dir: str | None = None                # Spark's own log file goes here (default: security.runtime_dir())
     driver_host: str | None = None            # address executors connect to (default: see driver_network)
     driver_bind: str | None = None            # address the driver listens on (default: driver_host)
     driver_port: int | None = None            # fixed ports for firewalls / NAT (default: any free port)
@@ -169,6 +174,8 @@ class SparkSettings:
     executor_python: str | None = None        # cluster mode: the executors' interpreter (default: their python3)
     worker_timeout: float = 60.0              # cluster mode: fail a job after this long without any executor
     pyfiles_cache: str | None = None          # where project_zip() keeps its zips (default: ~/.cache/archivist)
+    secret_file: str | None = None            # cluster's shared secret (spark.authenticate), a 0600 file
+    encrypt: bool = False                     # spark.network.crypto.enabled (needs secret_file)
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -188,11 +195,19 @@ class SparkSettings:
         """Code shipped with the job (cluster mode only; local executors import the checkout directly)."""
         return [project_zip(self.pyfiles_cache)] if self.cluster else []
 
+    def secret_conf(self) -> dict[str, str]:
+        """Authentication/encryption settings (reads the secret file; raises SparkSecurityError). Never part of
+        `conf()`: those values end up on the JVM's command line, these are set through py4j."""
+        secret = security.read_secret(self.secret_file) if self.secret_file else None
+        return security.auth_conf(secret, self.encrypt)
+
+    def security_warning(self) -> str | None:
+        return security.insecure_master_warning(self.master, secret=bool(self.secret_file), encrypt=self.encrypt)
+
     def conf(self) -> dict[str, str]:
-        log_dir = Path(self.log_dir or Path(tempfile.gettempdir()) / f"archivist-spark-{os.getuid()}")
-        log_dir.mkdir(parents=True, exist_ok=True)
-        props = log_dir / "log4j2.properties"
-        props.write_text(_LOG4J.format(path=log_dir / "spark.log"))
+        log_dir = security.private_dir(self.log_dir) if self.log_dir else security.runtime_dir()
+        props = security.write_private(log_dir / "log4j2.properties", _LOG4J.format(path=log_dir / "spark.log"))
+        security.touch_private(log_dir / "spark.log")   # log4j appends to it and keeps its mode
         memory_opts = f"-XX:MaxDirectMemorySize={self.max_direct_memory}"
         python = self.python_exec()
         conf = {
@@ -305,8 +320,9 @@ class SparkOwner:
 
     _ids = itertools.count(1)
 
-    def __init__(self, settings: SparkSettings | None = None):
+    def __init__(self, settings: SparkSettings | None = None, *, log_warnings: bool = True):
         self.settings = settings or SparkSettings()
+        self.log_warnings = log_warnings   # the CLI prints the insecure-master warning itself
         self._queue: queue.Queue = queue.Queue()
         self._spark = None
         self._closed = False
@@ -373,10 +389,25 @@ class SparkOwner:
 
     def _session(self):
         if self._spark is None:
-            prepare_environment(self.settings)
+            s = self.settings
+            warning = s.security_warning()
+            if warning and self.log_warnings:
+                log.warning(warning)
+            secret_conf = s.secret_conf()
+            prepare_environment(s)
+            conf = s.conf()
+            from pyspark import SparkConf, SparkContext
             from pyspark.sql import SparkSession
-            b = SparkSession.builder.master(self.settings.master).appName(self.settings.app_name)
-            for k, v in self.settings.conf().items():
+            # Start the JVM with the plain settings only (they become its command line); the secret goes in later
+            # through py4j. No-op if this process already has a JVM.
+            SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(conf.items())))
+            if s.cluster:
+                refusal = security.probe_master(SparkContext._jvm, s.master, conf["spark.driver.host"],
+                                                secret_conf)
+                if refusal:
+                    raise JobFailed(refusal)
+            b = SparkSession.builder.master(s.master).appName(s.app_name)
+            for k, v in {**conf, **secret_conf}.items():
                 b = b.config(k, v)
             spark = b.getOrCreate()
             spark.sparkContext.setLogLevel("ERROR")

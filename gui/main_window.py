@@ -149,6 +149,7 @@ class MainWindow(QMainWindow):
             self.control.clock = engine.clock.now      # the engine's (injectable) time, not the wall clock
             self.member.clock = engine.clock.now
         self.adapter = EngineAdapter(engine, self.ops, self)
+        self.history.attach_engine(engine)   # whole-history search and channel names (history database)
         self.adapter.event.connect(self.log.add_event)
         self.adapter.event.connect(self._on_event)
         self.adapter.event.connect(self.member.on_event)
@@ -381,6 +382,7 @@ class MainWindow(QMainWindow):
         if self.adapter is not None:
             self.adapter.close()
         self.ops.shutdown(5000)        # before the node: a running "start communities" must not race its stop
+        self.history.shutdown()
         node, self.running_node = self.running_node, None
         if node is not None:
             import threading

@@ -48,6 +48,32 @@ def short_id(s: str, n: int = 10) -> str:
     return s if len(s) <= n + 4 else f"{s[:n]}…{s[-4:]}"
 
 
+def author_name(key_hex: str) -> str:
+    """The Status three-word name of a public key (hex), as Status shows it; the shortened key when it is not
+    a valid key; empty for no key."""
+    if not key_hex:
+        return ""
+    from core.status.alias import AliasError, three_word_name
+    try:
+        return three_word_name(key_hex)
+    except AliasError:
+        return short_id(key_hex, 12)
+
+
+def channel_label(chat_id: str, community_id: str | None = None, names: dict[str, str] | None = None) -> str:
+    """A channel as a person knows it: its name (from the community description) when known, else '#' and the
+    start of its UUID for a channel of this community, else the chat ID shortened."""
+    if not chat_id:
+        return ""
+    if names and chat_id in names:
+        return f"#{names[chat_id]}"
+    if community_id and chat_id.lower() == community_id.lower():
+        return "(community)"                          # the community's own chat: descriptions, requests to join
+    if community_id and chat_id.lower().startswith(community_id.lower()) and len(chat_id) > len(community_id):
+        return f"#{chat_id[len(community_id):][:8]}…"
+    return short_id(chat_id, 12)
+
+
 @dataclass(frozen=True)
 class Column:
     title: str
@@ -123,6 +149,21 @@ class KeyedTableModel(QAbstractTableModel):
         else:
             self._rows[i] = row
             self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))
+
+    def append_rows(self, rows: Sequence[Any]) -> None:
+        """Add rows with new keys at the end in one insert (a page of a long list); known keys are updated."""
+        new = [r for r in rows if self.key(r) not in self._index]
+        for r in rows:
+            if self.key(r) in self._index:
+                self.upsert(r)
+        if not new:
+            return
+        n = len(self._rows)
+        self.beginInsertRows(QModelIndex(), n, n + len(new) - 1)
+        for i, r in enumerate(new):
+            self._rows.append(r)
+            self._index[self.key(r)] = n + i
+        self.endInsertRows()
 
     def remove(self, key: Hashable) -> None:
         i = self._index.get(key)

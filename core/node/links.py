@@ -31,6 +31,7 @@ class LinkDecision:
     accepted: bool
     reason: str
     message: ArchiveLinkMessage | None = None
+    detail: str = ""             # the reason in words, with the numbers ("clock 41 < stored 52")
 
 
 class LinkGate:
@@ -44,7 +45,7 @@ class LinkGate:
     def _reject(self, reason: str, detail: str, msg: ArchiveLinkMessage | None = None) -> LinkDecision:
         log.info("ignored archive link for %s: %s (%s)", self.community_id, reason, detail)
         self.db.count_rejection(self.community_id, reason)
-        return LinkDecision(False, reason, msg)
+        return LinkDecision(False, reason, msg, detail)
 
     def consider_envelope(self, envelope: bytes, chat_id: str) -> LinkDecision:
         """A payload-v1 envelope received on `chat_id` (the -magnetlinks or -memberUpdate channel)."""

@@ -59,7 +59,7 @@ class MemberNode:
     def on_envelope(self, envelope: bytes, chat_id: str) -> LinkDecision:
         d = self.gate.consider_envelope(envelope, chat_id)
         if not d.accepted:
-            self.bus.publish(E.MAGNETLINK_REJECTED, self.cid, reason=d.reason)
+            self.bus.publish(E.MAGNETLINK_REJECTED, self.cid, reason=d.reason, detail=d.detail)
             return d
         now = self.clock.now()
         self.state.set_pending_link(self.cid, d.message.link, d.message.clock, now)

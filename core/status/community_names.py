@@ -1,0 +1,78 @@
+"""Channel names from a community description (status-go `protocol/protobuf/communities.proto`, commit c72f491).
+
+The owner publishes `CommunityDescription` as an ApplicationMetadataMessage of type COMMUNITY_DESCRIPTION (25),
+signed with the community key. Its `chats` (field 6) map each channel UUID to a `CommunityChat` whose `identity`
+(field 3, a `ChatIdentity`) carries `display_name` (field 4). A channel's chat ID is the community ID followed by
+the UUID (status-go `communities.ChatID`). Only these fields are read, with the shared protobuf field walker: the
+bytes come from the network, so anything malformed raises CommunityDescriptionError and nothing else.
+"""
+from __future__ import annotations
+
+from core.status.errors import StatusError
+from core.varint import DecodeError, next_field, read_varint
+
+COMMUNITY_DESCRIPTION = 25     # ApplicationMetadataMessage.Type
+MAX_NAME = 200                 # a longer "name" is not shown (status-go limits display names far below this)
+
+
+class CommunityDescriptionError(StatusError):
+    code = "community-description-undecodable"
+
+
+def _fields(data: bytes):
+    """(field number, wire type, value) of each top-level field: a varint as int, a length-delimited value as
+    bytes, anything else None."""
+    pos = 0
+    while pos < len(data):
+        tag, after_tag = read_varint(data, pos)
+        num, wire, nxt = next_field(data, pos)
+        if nxt > len(data):
+            raise DecodeError(f"field {num} runs past the end ({nxt} > {len(data)})")
+        if wire == 0:
+            yield num, wire, read_varint(data, after_tag)[0]
+        elif wire == 2:
+            yield num, wire, data[read_varint(data, after_tag)[1]:nxt]
+        else:
+            yield num, wire, None
+        pos = nxt
+
+
+def _string(b: bytes) -> str:
+    return b.decode("utf-8")
+
+
+def _chat_name(chat: bytes) -> str | None:
+    for num, wire, value in _fields(chat):
+        if num == 3 and wire == 2:                       # CommunityChat.identity
+            for n2, w2, v2 in _fields(value):
+                if n2 == 4 and w2 == 2:                  # ChatIdentity.display_name
+                    return _string(v2)
+    return None
+
+
+def clock_and_channels(description: bytes) -> tuple[int, dict[str, str]]:
+    """(clock, {channel UUID: display name}) of a serialized CommunityDescription. Raises
+    CommunityDescriptionError."""
+    clock, names = 0, {}
+    try:
+        for num, wire, value in _fields(bytes(description)):
+            if num == 1 and wire == 0:
+                clock = value
+            elif num == 6 and wire == 2:                 # map entry: key = 1 (UUID), value = 2 (CommunityChat)
+                key, chat = None, b""
+                for n2, w2, v2 in _fields(value):
+                    if n2 == 1 and w2 == 2:
+                        key = _string(v2)
+                    elif n2 == 2 and w2 == 2:
+                        chat = v2
+                name = _chat_name(chat) if chat else None
+                if key and name and len(name) <= MAX_NAME and name.isprintable():
+                    names[key] = name
+    except (DecodeError, UnicodeDecodeError) as e:
+        raise CommunityDescriptionError(f"not a community description: {e}") from None
+    return clock, names
+
+
+def channel_chat_names(description: bytes, community_id: str) -> dict[str, str]:
+    """{chat ID: channel name} for the channels of a CommunityDescription. Raises CommunityDescriptionError."""
+    return {community_id.lower() + uuid: name for uuid, name in clock_and_channels(description)[1].items()}

@@ -1,6 +1,9 @@
 """`archivist demo`: a control node, a member node and a traffic generator on 127.0.0.1 with a sample community
 that has months of history. No Qt here: the window attaches to `DemoNodes.control` and `.member`, and the
-headless demo prints the same flow. Everything is real: libtorrent sessions, SQLite, signed magnet links."""
+headless demo prints the same flow. Everything is real: two libtorrent sessions, two Waku nodes (core/waku, one
+libp2p host each, on 127.0.0.1 TCP: the owner's signed archive links reach the member over relay, and the member
+asks the owner's store for links it missed), SQLite. Only the months of past chat are put straight into the
+owner's message store (as if it had been online all along) instead of being relayed one by one."""
 from __future__ import annotations
 
 import time
@@ -29,7 +32,7 @@ class DemoNodes:
         from core.node.community import CommunityConfig
         from core.node.engine import Engine
         from core.node.hydrate import reference_hydrator
-        from core.node.transport import LocalHub
+        from core.node.transport import WakuTransport
         from core.status.traffic import TrafficGenerator
         from core.storage.member_history import MemberHistory
         from core.torrent.service import TorrentService
@@ -37,7 +40,11 @@ class DemoNodes:
         self.clock = self.clock or SystemClock()
         now = int(self.clock.now())
         self.history_start = self.history_start or (now - self.weeks * WEEK - 3600)
-        self.hub = LocalHub()
+        self.waku_owner, self.waku_member = self._waku("owner"), self._waku("member")
+        owner_addr = self.waku_owner.listen_addrs[0]
+        self.waku_member.add_peer(owner_addr)
+        self.owner_transport = WakuTransport(self.waku_owner)
+        self.member_transport = WakuTransport(self.waku_member, store_peers=[owner_addr])
         self.gen = TrafficGenerator(seed=7, channels=3, authors=12)
         keyfile = self.root / "community.key"
         self.root.mkdir(parents=True, exist_ok=True)
@@ -50,15 +57,33 @@ class DemoNodes:
         self.t_control = TorrentService(TorrentSettings.loopback(), self.root / "owner" / "torrent-state").start()
         self.t_member = TorrentService(TorrentSettings.loopback(metadata_timeout=10.0),
                                        self.root / "member" / "torrent-state").start()
-        self.control = Engine(self.root / "owner", clock=self.clock, transport=self.hub, torrents=self.t_control,
-                              tick_seconds=self.tick_seconds)
+        self.control = Engine(self.root / "owner", clock=self.clock, transport=self.owner_transport,
+                              torrents=self.t_control, tick_seconds=self.tick_seconds)
         self.history = MemberHistory(self.root / "member" / "history.sqlite")
-        self.member = Engine(self.root / "member", clock=self.clock, transport=self.hub, torrents=self.t_member,
+        self.member = Engine(self.root / "member", clock=self.clock, transport=self.member_transport,
+                             torrents=self.t_member,
                              hydrator=reference_hydrator(self.history), settle=self.settle, history=self.history,
                              tick_seconds=self.tick_seconds, peers=(("127.0.0.1", self.t_control.listen_port),))
         self.log(f"demo: community {self.gen.community_id[:18]}…, owner seeds on 127.0.0.1:"
                  f"{self.t_control.listen_port}")
+        self.log(f"demo: Waku relay between two libp2p hosts: owner {self.waku_owner.peer_id} "
+                 f"<-> member {self.waku_member.peer_id} ({owner_addr.split('/p2p/')[0]})")
         return self
+
+    def _waku(self, name: str):
+        """One embedded Waku node (relay + store) on 127.0.0.1, on the demo's clock (its timestamp checks too)."""
+        from core.waku.embedded import EmbeddedWakuBackend
+        from core.waku.node import NodeConfig
+        from core.waku.store_db import MessageStore
+        folder = self.root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        clock_ns = lambda: int(self.clock.now() * 10 ** 9)  # noqa: E731
+        store = MessageStore(folder / "waku-store.sqlite", clock=clock_ns)
+        node = EmbeddedWakuBackend(NodeConfig(host="127.0.0.1", tcp_port=0, store=store,
+                                              key_path=folder / "waku-node.key", clock=clock_ns))
+        node.start()
+        self.parts.setdefault("waku", []).append((node, store))
+        return node
 
     def add_owner(self, with_history: bool = True) -> None:
         """The owner's node runs; the traffic generator replays `weeks` of chat over the local relay."""
@@ -99,6 +124,9 @@ class DemoNodes:
             t = getattr(self, name, None)
             if t is not None:
                 t.close()
+        for node, store in self.parts.pop("waku", []):
+            node.stop()
+            store.close()
 
 
 def run_headless(root: Path, timeout: float = 120.0, messages: int = 3000, weeks: int = 12) -> int:
@@ -113,11 +141,13 @@ def run_headless(root: Path, timeout: float = 120.0, messages: int = 3000, weeks
                                                               else "")))
         d.add_owner()
         cid = d.control_cfg.community_id
-        res = d.control.archive_now(cid).result(120)
-        print(f"demo: owner built {len(res.new_archive_ids) if res else 0} archives; magnet "
-              f"{d.control.nodes[cid].magnet}")
+        relayed = []
+        d.member.bus.subscribe(lambda e: relayed.append(e) if e.name == E.MAGNETLINK_RECEIVED else None)
         d.add_member()
         d.run_engines()
+        res = d.control.archive_now(cid).result(120)     # the signed link goes out over relay to the member
+        print(f"demo: owner built {len(res.new_archive_ids) if res else 0} archives; magnet "
+              f"{d.control.nodes[cid].magnet}")
         ok = _wait(lambda: d.member.state.archive_ids(cid, imported=True), timeout)
         print(f"demo: member imported the latest archive: {d.history.count(cid)} messages")
         d.member.set_download_policy(cid, "all").result(30)
@@ -125,7 +155,9 @@ def run_headless(root: Path, timeout: float = 120.0, messages: int = 3000, weeks
         ok = ok and _wait(lambda: len(d.member.state.archive_ids(cid, imported=True)) >= total, timeout)
         print(f"demo: member imported all {total} archives: {d.history.count(cid)} messages "
               f"({time.monotonic() - t0:.1f} s)")
-        return 0 if ok else 1
+        print(f"demo: the member received {len(relayed)} archive link(s) over Waku (relay, or the store on start) from "
+              f"{d.waku_owner.peer_id}")
+        return 0 if ok and relayed else 1
     finally:
         d.stop()
 

@@ -47,6 +47,8 @@ class Tray(QObject):
         """Follow `window`'s engine now (if attached) and whenever one is attached later."""
         if window not in self.windows:
             self.windows.append(window)
+            # forget a window Qt deletes (the lambda holds its id, not the window: no Python reference outlives it)
+            window.destroyed.connect(lambda _obj=None, i=id(window): self._forget(i))
         window.tray = self
         if window.adapter is not None:
             self.attach(window, window.adapter)
@@ -123,6 +125,14 @@ class Tray(QObject):
         if self.on_quit is not None:
             self.on_quit()
 
+    def _forget(self, window_id: int) -> None:
+        self.windows = [w for w in self.windows if id(w) != window_id]
+        self.hidden = [w for w in self.hidden if id(w) != window_id]
+        self._states.pop(window_id, None)
+        self.update_tooltip()
+
     def close(self) -> None:
+        """Hide the icon and let go of every window (the tray outlives them: it belongs to the application)."""
+        self.windows, self.hidden, self._states = [], [], {}
         if self.icon is not None:
             self.icon.hide()

@@ -10,6 +10,17 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+@pytest.fixture(autouse=True)
+def no_quit_on_last_window(qapp):
+    """Tests close their last window often. In the app that quits the event loop; here no loop runs but
+    qtbot's waits, and a quit requested there leaves Qt refusing to run the next test's waits (its clicks and
+    timers then do nothing). Tests of quitting call gui.lifecycle.quit_application, which quits only a running
+    run_gui loop, or run the real app in a subprocess."""
+    qapp.setQuitOnLastWindowClosed(False)
+    yield
+    qapp.setQuitOnLastWindowClosed(False)
+
+
 @pytest.fixture(scope="session")
 def built_community(tmp_path_factory) -> dict:
     """A small real community: 3000 messages over 6 weeks, archives + torrent built by the reference path."""

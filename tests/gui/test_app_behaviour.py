@@ -41,6 +41,25 @@ def app(qtbot):
     quit_application()
 
 
+@pytest.fixture
+def make_tray(app):
+    """Trays made by a test, closed and deleted after it: a tray belongs to the application, which outlives the
+    test, and must not keep its windows or engines' signals alive into the next test."""
+    from gui.tray import Tray
+    made = []
+
+    def make(**kw):
+        made.append(Tray(app, **kw))
+        return made[-1]
+    yield make
+    for t in made:
+        t.close()
+        t.setParent(None)
+        t.deleteLater()
+    from PySide6.QtCore import QCoreApplication, QEvent
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
 def _settings(home, name="Archivist") -> QSettings:
     return QSettings(str(home / ".config" / "Archivist" / f"{name}.conf"), QSettings.Format.IniFormat)
 
@@ -117,10 +136,9 @@ def test_long_values_never_widen_the_window(qtbot, app, home, tmp_path):
         assert w.frameGeometry().width() <= screen.width(), tab
 
 
-def test_tray_notifies_a_new_archive_and_a_finished_download(qtbot, app, nodes, tmp_path):
+def test_tray_notifies_a_new_archive_and_a_finished_download(qtbot, app, nodes, tmp_path, make_tray):
     """Real owner and member engines on 127.0.0.1; the tray follows both windows' engines."""
-    from gui.tray import Tray
-    tray = Tray(app, available=False)            # as offscreen: no system tray, the notices are still given
+    tray = make_tray(available=False)            # as offscreen: no system tray, the notices are still given
     owner = MainWindow(settings=QSettings(str(tmp_path / "o.ini"), QSettings.Format.IniFormat))
     member = MainWindow(settings=QSettings(str(tmp_path / "m.ini"), QSettings.Format.IniFormat))
     for w in (owner, member):
@@ -144,9 +162,8 @@ def test_tray_notifies_a_new_archive_and_a_finished_download(qtbot, app, nodes, 
     assert nodes.member.state.archive_ids(cid, imported=True)
 
 
-def test_closing_the_window_keeps_seeding_when_there_is_a_tray(qtbot, app, nodes, tmp_path):
-    from gui.tray import Tray
-    tray = Tray(app, available=True)             # a desktop with a system tray
+def test_closing_the_window_keeps_seeding_when_there_is_a_tray(qtbot, app, nodes, tmp_path, make_tray):
+    tray = make_tray(available=True)             # a desktop with a system tray
     w = MainWindow(settings=QSettings(str(tmp_path / "o.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(w)
     tray.watch(w)
@@ -169,9 +186,8 @@ def test_closing_the_window_keeps_seeding_when_there_is_a_tray(qtbot, app, nodes
     tray.close()
 
 
-def test_without_a_tray_closing_the_window_closes_it(qtbot, app, tmp_path):
-    from gui.tray import Tray
-    tray = Tray(app, available=False)
+def test_without_a_tray_closing_the_window_closes_it(qtbot, app, tmp_path, make_tray):
+    tray = make_tray(available=False)
     w = MainWindow(settings=QSettings(str(tmp_path / "o.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(w)
     tray.watch(w)

@@ -19,6 +19,13 @@ def wait_state(qtbot, window, cond, timeout=30_000):
     return window.adapter.snapshot[0]
 
 
+def click_indicator(qtbot, box) -> None:
+    """A mouse click on the check box's indicator (its left end), where a user clicks: the widget's centre can
+    fall on empty space right of the label when the window is wide, and such a click toggles nothing."""
+    from PySide6.QtCore import QPoint
+    qtbot.mouseClick(box, Qt.MouseButton.LeftButton, pos=QPoint(8, box.height() // 2))
+
+
 def test_toggle_archive_support(qtbot, nodes, window):
     nodes.add_owner(with_history=False)
     cid = nodes.control_cfg.community_id
@@ -27,13 +34,13 @@ def test_toggle_archive_support(qtbot, nodes, window):
     qtbot.waitUntil(lambda: window.control.isVisible() and window.control.support.isEnabled())
     assert window.control.support.isChecked()
     assert "ON" in window.control.effective.text()
-    qtbot.mouseClick(window.control.support, Qt.MouseButton.LeftButton)
+    click_indicator(qtbot, window.control.support)
     wait_state(qtbot, window, lambda c: c.support == ArchiveSupport.OFF)
     qtbot.waitUntil(lambda: "OFF" in window.control.effective.text() and window.control.support.isEnabled())
     assert nodes.control.state.community_support(cid) is False
     assert not window.control.support.isChecked() and not window.control.archive_btn.isEnabled()
     assert window.communities.model.rows()[0].support == ArchiveSupport.OFF
-    qtbot.mouseClick(window.control.support, Qt.MouseButton.LeftButton)
+    click_indicator(qtbot, window.control.support)
     wait_state(qtbot, window, lambda c: c.support == ArchiveSupport.ON)
     assert nodes.control.state.community_support(cid) is True
 

@@ -83,6 +83,7 @@ class WakuTransport:
     def query(self, content_topics: Sequence[str], start: int, end: int) -> Iterable[ReceivedWakuMessage]:
         """Ask each known store peer (then our own store); a peer that fails is skipped, not fatal."""
         import logging
+        from core.waku.errors import WakuError
         seen: set[bytes] = set()
         for peer in [*self.store_peers, None]:
             try:
@@ -91,5 +92,5 @@ class WakuTransport:
                     if rm.hash not in seen:
                         seen.add(rm.hash)
                         yield self._received(rm)
-            except Exception as e:  # a store node that times out or refuses: say so, use the others
+            except WakuError as e:  # a store node that times out, refuses or goes away: say so, use the others
                 logging.getLogger(__name__).warning("store query to %s failed: %s", peer or "own store", e)

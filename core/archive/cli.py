@@ -6,6 +6,7 @@ by core/synth_cli.py: core/archive imports neither core.status nor core.synth (t
 from __future__ import annotations
 
 import argparse
+import datetime
 import functools
 import gc
 import os
@@ -45,6 +46,28 @@ def _ts(t: int) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
     except (OverflowError, OSError, ValueError):
         return str(t)
+
+
+_date_of_ordinal = datetime.date.fromordinal
+
+
+class _Timestamps:
+    """_ts for many timestamps: the date once per day, the time of day from a table (a 200k-archive listing
+    formats 400k timestamps; strftime for each took a quarter of a second). Same text as _ts."""
+
+    _MINUTES = [f"{m // 60:02d}:{m % 60:02d}" for m in range(1440)]
+
+    def __init__(self) -> None:
+        self._days: dict[int, str] = {}
+
+    def __call__(self, t: int) -> str:
+        if not 0 <= t < 253_402_300_800:        # year 10000: where strftime's fixed width ends
+            return _ts(t)
+        day, sec = divmod(t, 86_400)
+        date = self._days.get(day)
+        if date is None:            # 1970-01-01 is ordinal 719163; isoformat is strftime's %Y-%m-%d from 1970 on
+            date = self._days[day] = _date_of_ordinal(day + 719_163).isoformat()
+        return f"{date} {self._MINUTES[sec // 60]}"
 
 
 def print_build_result(res, as_json: bool) -> None:
@@ -160,6 +183,17 @@ def cmd_inspect(a) -> int:
     return 1 if ins.faulty else 0
 
 
+def _archive_lines(rows) -> list[str]:
+    """One listing line per archive. One comprehension, %-formatting, the printable test inline: a 200k-archive
+    listing in about half the time of a loop calling helpers (2x faster than f-strings with format specs)."""
+    ts, fmt = _Timestamps(), "%-68s %-16s %-16s %10d %9d %8d %6d %7s".__mod__
+    return [fmt((a if len(a := r.archive_id) <= 68 and a.isprintable() else _safe(a, 68), ts(r.start), ts(r.end),
+                 r.offset, r.size, r.padding, len(r.pieces),
+                 m if len(m := r.error or ("-" if r.messages is None else str(r.messages))) <= 300
+                 and m.isprintable() else _safe(m, 300)))
+            for r in rows]
+
+
 def _print_inspection(ins, messages: bool) -> None:
     out = []
     if ins.torrent:
@@ -170,20 +204,15 @@ def _print_inspection(ins, messages: bool) -> None:
     out.append(f"{len(ins.rows)} archives in {_safe(ins.source)} ({ins.kind})")
     out.append(f"{'archive id':68} {'from':16} {'to':16} {'offset':>10} {'size':>9} {'padding':>8} {'pieces':>6} "
                f"{'msgs':>7}")
-    show_messages = messages and ins.folder is not None
-    seen: dict[int, str] = {}      # one window's end is the next one's start: format each timestamp once
-    for r in ins.rows:             # %-formatting: 2x faster than f-strings with format specs for 200k rows
-        msgs = r.error or (str(r.messages) if r.messages is not None else "-")
-        start, end = seen.get(r.start) or seen.setdefault(r.start, _ts(r.start)), \
-            seen.get(r.end) or seen.setdefault(r.end, _ts(r.end))
-        aid = r.archive_id         # _safe's test inline: one call less per row
-        out.append("%-68s %-16s %-16s %10d %9d %8d %6d %7s" % (
-            aid if len(aid) <= 68 and aid.isprintable() else _safe(aid, 68), start, end, r.offset, r.size,
-            r.padding, len(r.pieces), msgs if len(msgs) <= 300 and msgs.isprintable() else _safe(msgs, 300)))
-        if show_messages and r.error is None:
-            sys.stdout.write("\n".join(out) + "\n")
-            out = [f"    {_ts(m.timestamp)}  topic 0x{m.topic.hex()}  hash 0x{m.hash.hex()[:16]}..  "
-                   f"{len(m.payload)} bytes" for m in ins.messages(r.archive_id)]
+    if not (messages and ins.folder is not None):
+        out += _archive_lines(ins.rows)
+    else:
+        for r in ins.rows:
+            out += _archive_lines([r])
+            if r.error is None:
+                sys.stdout.write("\n".join(out) + "\n")
+                out = [f"    {_ts(m.timestamp)}  topic 0x{m.topic.hex()}  hash 0x{m.hash.hex()[:16]}..  "
+                       f"{len(m.payload)} bytes" for m in ins.messages(r.archive_id)]
     if messages and ins.folder is None and ins.rows:
         out.append("no data file: messages cannot be listed")
     for f in ins.findings:

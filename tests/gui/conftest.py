@@ -21,6 +21,19 @@ def no_quit_on_last_window(qapp):
     qapp.setQuitOnLastWindowClosed(False)
 
 
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """An empty home folder (platformdirs and Qt's settings resolve under it); no config, no Spark warm-up."""
+    h = tmp_path / "home"
+    h.mkdir()
+    monkeypatch.setenv("HOME", str(h))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(h / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(h / ".local" / "share"))
+    monkeypatch.delenv("ARCHIVIST_CONFIG", raising=False)
+    monkeypatch.setenv("ARCHIVIST_NO_SPARK", "1")
+    return h
+
+
 @pytest.fixture(scope="session")
 def built_community(tmp_path_factory) -> dict:
     """A small real community: 3000 messages over 6 weeks, archives + torrent built by the reference path."""

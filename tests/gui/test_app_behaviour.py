@@ -22,18 +22,6 @@ def _threads() -> set[threading.Thread]:
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
-    h = tmp_path / "home"
-    h.mkdir()
-    monkeypatch.setenv("HOME", str(h))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(h / ".config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(h / ".local" / "share"))
-    monkeypatch.delenv("ARCHIVIST_CONFIG", raising=False)
-    monkeypatch.setenv("ARCHIVIST_NO_SPARK", "1")
-    return h
-
-
-@pytest.fixture
 def app(qtbot):
     """The QApplication; at the end Quit runs once more, so a failed test leaves no node running."""
     from gui.app import make_app, quit_application

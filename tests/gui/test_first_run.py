@@ -45,19 +45,6 @@ def _children() -> list[int]:
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
-    """An empty home folder: platformdirs (the default data directory) resolves under it."""
-    h = tmp_path / "home"
-    h.mkdir()
-    monkeypatch.setenv("HOME", str(h))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(h / ".config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(h / ".local" / "share"))
-    monkeypatch.delenv("ARCHIVIST_CONFIG", raising=False)
-    monkeypatch.setenv("ARCHIVIST_NO_SPARK", "1")          # no JVM warm-up in a test
-    return h
-
-
-@pytest.fixture
 def start(qtbot, home):
     """`start()` opens what `archivist gui` opens (gui.app.open_start_window). The QSettings file is passed in
     explicitly under XDG_CONFIG_HOME, because Qt caches its settings path per process at first use. At the end every

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import pytest
 
 from PySide6.QtCore import QSettings, Qt
 
@@ -17,19 +16,6 @@ from core.synth import synthesize
 from gui.main_window import TAB_INSPECTOR, MainWindow
 
 LEFT = Qt.MouseButton.LeftButton
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """An empty home folder (platformdirs and Qt's settings resolve under it); no config, no Spark."""
-    h = tmp_path / "home"
-    h.mkdir()
-    monkeypatch.setenv("HOME", str(h))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(h / ".config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(h / ".local" / "share"))
-    monkeypatch.delenv("ARCHIVIST_CONFIG", raising=False)
-    monkeypatch.setenv("ARCHIVIST_NO_SPARK", "1")
-    return h
 
 
 def damaged_folder(root):

@@ -116,6 +116,7 @@ def start_node_in_background(window, config: Path) -> None:
         from core.node.runner import start_node
         node = start_node(load(config), communities=False)
         window.running_node = node           # stopped in MainWindow.closeEvent
+        window.node_config = Path(config)
         if node.settings.spark_build and window.spark_owner is None:
             from core.pipeline.session import default_owner
             window.spark_owner = default_owner()   # the builder's owner thread: closed with the window

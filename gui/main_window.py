@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         self._scratch = None
         self.spark_owner = None          # core.pipeline.session.SparkOwner once warm_spark() started it
         self.running_node = None         # core.node.runner.RunningNode once start_node_in_background() started it
+        self.node_config: Path | None = None   # the TOML that node was started from (Settings edits it)
         self.tray = None                 # gui.tray.Tray watching this window (set by Tray.watch)
         self.quitting = False            # set by Quit: closing then stops everything even with a tray
         self._shut = False
@@ -137,6 +138,8 @@ class MainWindow(QMainWindow):
         self.member.cancel_requested.connect(lambda cid: self._command("cancel download", "cancel_download", cid))
         self.member.resume_requested.connect(lambda cid: self._command("resume download", "resume_download", cid))
         self.history.load_requested.connect(self.load_history)
+        from gui.views.keys import wire as wire_group_keys
+        wire_group_keys(self)            # the member view's "add the community's key" -> Engine.add_group_key
         self.ops.started.connect(lambda _i, label: self._ops_changed())
         self.ops.finished.connect(lambda _i, label, ok: self._ops_changed(label, ok))
 
@@ -303,7 +306,7 @@ class MainWindow(QMainWindow):
         self.inspector.fetcher = _inspection().MagnetFetcher(Path(self._scratch.name), settings)
 
     def open_settings(self) -> None:
-        dlg = SettingsDialog(self.settings, self)
+        dlg = SettingsDialog(self.settings, self, config=self.node_config)
         if dlg.exec():
             v = dlg.values()
             self.apply_settings()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -13,7 +15,8 @@ from core.node.clock import SystemClock
 from core.node.community import CommunityConfig, NodePaths
 from core.node.control import ControlNode
 from core.node.member import MemberNode
-from core.node.state import ArchiveInfo, ArchiveSupport, CommunityState, DownloadPolicy, Role, SeedingState
+from core.node.state import (ArchiveInfo, ArchiveSupport, CommunityState, DownloadPolicy, DownloadProgress, Role,
+                             SeedingState)
 from core.status import topics as status_topics
 from core.storage.archive_state import ArchiveStateDB
 
@@ -23,7 +26,7 @@ log = logging.getLogger(__name__)
 class Engine:
     def __init__(self, root: Path | str, *, clock=None, transport=None, torrents=None, hydrator=None,
                  settle: float = 20.0, tick_seconds: float = 1.0, peers: tuple = (), history=None,
-                 builder=None, grace: int | None = None):
+                 builder=None, grace: int | None = None, monotonic: Callable[[], float] = time.monotonic):
         self.paths = NodePaths(Path(root)).ensure()
         self.clock = clock or SystemClock()
         self.bus = E.EventBus()
@@ -48,6 +51,8 @@ class Engine:
         self._timer: threading.Thread | None = None
         self._lock = threading.RLock()        # guards `nodes`/`_queues` against readers on other threads (the GUI)
         self._ticked: set[str] = set()         # communities whose start is queued: the timer ticks these
+        self.monotonic = monotonic            # download rate: seconds between snapshots (injectable)
+        self._rates: dict[str, tuple[str, deque]] = {}   # cid -> (infohash, recent (time, bytes done))
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     def add_community(self, cfg: CommunityConfig) -> Future:
@@ -286,6 +291,54 @@ class Engine:
                                   node.magnet, node.next_archive_due(), node.note(), archives,
                                   broken=node.broken, late_messages=node.late_messages)
         support = ArchiveSupport.ON if self.state.community_support(cid) is not False else ArchiveSupport.OFF
+        parked = dict(node.parked)
         return CommunityState(cid, node.cfg.name, Role.MEMBER, support, waiting_reason=node.waiting_reason,
                               archives=archives, policy=DownloadPolicy(node.cfg.policy),
-                              range_start=node.cfg.range_start, range_end=node.cfg.range_end)
+                              range_start=node.cfg.range_start, range_end=node.cfg.range_end,
+                              encrypted=bool(getattr(node.cfg, "encrypted", False)),
+                              key_wait=self._key_wait(node.link_parked, parked), parked=tuple(sorted(parked.items())),
+                              download=self._download(cid, node.job))
+
+    @staticmethod
+    def _key_wait(link_parked: str | None, parked: dict[str, str]) -> str | None:
+        """Why the member waits for the community's key, in words (None: it does not)."""
+        if link_parked is not None:
+            return "waiting for the community's key: the archive index cannot be opened without it"
+        keyless = sum(1 for r in parked.values() if r.startswith("decryption key missing"))
+        if keyless:
+            return (f"waiting for the community's key: {keyless} downloaded archive{'' if keyless == 1 else 's'} "
+                    "cannot be imported without it")
+        return None
+
+    def _download(self, cid: str, job) -> DownloadProgress | None:
+        """The running torrent job's progress (read-only: its snapshot and piece sets), with a rate measured
+        between snapshots over the last 10 s."""
+        if job is None or not hasattr(job, "snapshot"):
+            with self._lock:
+                self._rates.pop(cid, None)
+            return None
+        snap = job.snapshot()
+        done, wanted = int(snap.get("done_bytes") or 0), int(snap.get("wanted_bytes") or 0)
+        now = self.monotonic()
+        with self._lock:
+            key, samples = self._rates.get(cid, ("", deque()))
+            if key != snap.get("infohash", "") or (samples and done < samples[-1][1]):
+                samples = deque()
+            samples.append((now, done))
+            while len(samples) > 2 and now - samples[0][0] > 10.0:
+                samples.popleft()
+            self._rates[cid] = (snap.get("infohash", ""), samples)
+            (t0, b0), (t1, b1) = samples[0], samples[-1]
+        rate = (b1 - b0) / (t1 - t0) if t1 - t0 >= 0.5 else None
+        eta = (wanted - done) / rate if rate and rate > 0 and wanted > done else (0.0 if wanted and done >= wanted
+                                                                                 else None)
+        have = frozenset(getattr(job, "have", ()))
+        entries = getattr(job, "entries", None) or {}
+        per = []
+        for aid in list(getattr(job, "chosen", ()) or ()):
+            e = entries.get(aid)
+            pieces = list(getattr(e, "pieces", ()) or ())
+            if e is None or not pieces:
+                continue
+            per.append((aid, e.size * sum(1 for p in pieces if p in have) // len(pieces), e.size))
+        return DownloadProgress(done, wanted, rate, eta, str(snap.get("state", "")), tuple(per))

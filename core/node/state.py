@@ -45,6 +45,18 @@ class ArchiveInfo:
 
 
 @dataclass(frozen=True)
+class DownloadProgress:
+    """The running download of a member (the torrent job's snapshot): bytes of the chosen archives, the rate over
+    the last seconds and the time left (None while unknown), and per archive (archive ID, bytes done, size)."""
+    bytes_done: int
+    bytes_wanted: int
+    rate: float | None = None                # bytes per second
+    eta: float | None = None                 # seconds left
+    state: str = ""                          # the job's state: metadata, downloading, complete, failed...
+    archives: tuple[tuple[str, int, int], ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
 class CommunityState:
     community_id: str
     name: str
@@ -62,6 +74,10 @@ class CommunityState:
     range_end: int | None = None
     broken: str | None = None                # control: "code: reason" when the archive folder cannot be trusted
     late_messages: int = 0                   # control: messages kept because their week was already archived
+    encrypted: bool = False                  # member: archives are encrypted with the community's group key
+    key_wait: str | None = None              # member: why archives wait for the community's key (None: no wait)
+    parked: tuple[tuple[str, str], ...] = field(default_factory=tuple)   # member: (archive ID, reason) not imported
+    download: DownloadProgress | None = None  # member: the running download, None when none runs
 
     @property
     def archive_span(self) -> tuple[int, int] | None:

@@ -13,6 +13,8 @@ from PySide6.QtWidgets import (QButtonGroup, QDateEdit, QGroupBox, QHBoxLayout, 
 from core.node.state import ArchiveInfo, CommunityState, DownloadPolicy
 from gui.models import Column, KeyedTableModel, fmt_bytes, fmt_time, short_id
 from gui.views.inspector import make_table
+from gui.views.keys import GroupKeyBox
+from gui.views.progress import ProgressDelegate, archive_percent, overall
 
 DAY = 86400
 
@@ -85,8 +87,12 @@ class MemberView(QWidget):
             Column("Chosen", lambda a: int(a.archive_id in self.wanted), lambda a: "yes" if a.archive_id in self.wanted
                    else ""),
             Column("State", self.state_text, tooltip=self.state_text),
+            Column("Progress", lambda a: archive_percent(a, self.state),
+                   lambda a: "" if archive_percent(a, self.state) is None else f"{archive_percent(a, self.state)}%"),
         ], key=lambda a: a.archive_id)
         self.table, self.proxy = make_table(self.model)
+        self.progress_col = 7
+        self.table.setItemDelegateForColumn(self.progress_col, ProgressDelegate(self.table))
         self.table.sortByColumn(1, Qt.SortOrder.AscendingOrder)
         self.counts = QLabel("")
 
@@ -131,6 +137,11 @@ class MemberView(QWidget):
         cl.addWidget(self.range_error)
         cl.addLayout(arow)
 
+        self.keys = GroupKeyBox()            # encrypted communities: the key, and what waits for it
+        self.keys.setVisible(False)
+        self.download = QProgressBar()       # bytes of the running download (or of the chosen archives held)
+        self.download.setObjectName("downloadBar")
+        self.download.setTextVisible(True)
         self.progress = QProgressBar()
         self.progress.setFormat("%v of %m archives")
         self.cancel_btn, self.resume_btn = QPushButton("Cancel download"), QPushButton("Resume")
@@ -144,9 +155,11 @@ class MemberView(QWidget):
         lay = QVBoxLayout(self)
         lay.addWidget(self.title)
         lay.addWidget(self.banner)
+        lay.addWidget(self.keys)
         lay.addWidget(choice)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.counts)
+        lay.addWidget(self.download)
         lay.addLayout(prow)
 
     def policy(self) -> tuple[DownloadPolicy, int | None, int | None]:
@@ -214,7 +227,9 @@ class MemberView(QWidget):
 
     def show_state(self, c: CommunityState) -> None:
         first = self.state is None or self.state.community_id != c.community_id
+        moved = first or c.download != self.state.download
         self.state = c
+        self.keys.show_state(c)
         self.title.setText(f"{c.name} · member")
         self.banner.setText(f"Waiting: {c.waiting_reason}" if c.waiting_reason else "")
         self.banner.setVisible(bool(c.waiting_reason))
@@ -226,6 +241,10 @@ class MemberView(QWidget):
         if changed and self.model.rowCount():     # "Chosen" and "State" depend on the choice, not on the row
             self.model.dataChanged.emit(self.model.index(0, 0),
                                         self.model.index(self.model.rowCount() - 1, self.model.columnCount() - 1))
+        if moved and self.model.rowCount():       # the Progress column follows the download, not the row
+            self.model.dataChanged.emit(self.model.index(0, self.progress_col),
+                                        self.model.index(self.model.rowCount() - 1, self.progress_col))
+        self._show_download(c)
         imported = sum(1 for a in c.archives if a.imported)
         self.counts.setText(f"{len(c.archives)} archives on offer · {len(self.wanted)} chosen · {imported} imported")
         self._show_span(c, first)
@@ -235,6 +254,15 @@ class MemberView(QWidget):
         self.progress.setMaximum(max(1, len(wanted)))
         self.progress.setValue(sum(1 for a in wanted if a.imported))
         self._preview()
+
+    def _show_download(self, c: CommunityState) -> None:
+        """Bytes as a bar (scaled to KiB: QProgressBar holds an int), with the words beside the numbers."""
+        done, total, text = overall(c, self.wanted)
+        self.download.setMaximum(max(1, total // 1024))
+        self.download.setValue(min(done, total) // 1024 if total else 0)
+        if total and done >= total:
+            self.download.setValue(self.download.maximum())
+        self.download.setFormat(text.replace("%", "%%"))
 
     def _show_span(self, c: CommunityState, first: bool) -> None:
         """The date pickers cover the archive span the node knows (earliest start to latest end); they start at it

@@ -1,6 +1,11 @@
-"""Settings: data directory, ports, Waku peers or an nwaku REST URL, Spark master, trackers and defaults.
-Stored in QSettings (the engine reads its own config; the window passes these on at start)."""
+"""Settings. With a node config (archivist.toml): the node's settings read from and saved to that file
+(gui/views/node_settings.py), each marked "applies now" or "applies after a restart", with a "Restart node" button
+when the window runs the node. Window settings (Codex URL, Spark warm-up, trackers, the global archive-support
+switch) stay in QSettings; before the first run (no config yet) the node's rows are QSettings too, and the
+welcome screen uses them."""
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
@@ -43,10 +48,13 @@ def save(settings: QSettings, values: dict) -> None:
 
 
 class SettingsDialog(QDialog):
-    def __init__(self, settings: QSettings, parent: QWidget | None = None):
+    def __init__(self, settings: QSettings, parent: QWidget | None = None, config: Path | str | None = None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.settings = settings
+        self.window_ = parent
+        self.config = Path(config) if config else _config_of(settings)
+        self.saved = False
         v = load(settings)
         self.data_dir = QLineEdit(v["data_dir"])
         self.data_dir.setPlaceholderText("default: the platform's data folder")
@@ -76,27 +84,58 @@ class SettingsDialog(QDialog):
         self.policy.setCurrentText(v["default_policy"])
         self.global_support = QCheckBox("Archive support for communities I own (global switch)")
         self.global_support.setChecked(v["global_archive_support"])
+        self.node = None                  # NodeSettingsForm when the node's TOML config exists
+        self.node_error = QLabel("")
+        self.node_error.setObjectName("settingsError")
+        self.node_error.setWordWrap(True)
+        self.node_error.setVisible(False)
+        if self.config is not None and self.config.exists():
+            from core.node.config import ConfigError
+            from gui.views.node_settings import NodeSettingsForm
+            try:
+                self.node = NodeSettingsForm(self.config)
+            except ConfigError as e:
+                self.node_error.setText(f"The node config cannot be read, so its settings are not shown: {e}")
+                self.node_error.setVisible(True)
         form = QFormLayout()
-        form.addRow("Data directory:", drow)
-        form.addRow("BitTorrent port:", self.torrent_port)
-        form.addRow("Waku port:", self.waku_port)
-        form.addRow("Waku peers:", self.waku_peers)
-        form.addRow("nwaku REST URL:", self.nwaku)
-        form.addRow("Spark master:", self.spark)
+        if self.node is None:             # before the first run: the values the welcome screen starts from
+            form.addRow("Data directory:", drow)
+            form.addRow("BitTorrent port:", self.torrent_port)
+            form.addRow("Waku port:", self.waku_port)
+            form.addRow("Waku peers:", self.waku_peers)
+            form.addRow("nwaku REST URL:", self.nwaku)
+            form.addRow("Spark master:", self.spark)
         form.addRow("", self.spark_warmup)
         form.addRow("Codex node REST URL:", self.codex)
         form.addRow("Trackers:", self.trackers)
         form.addRow("New communities download:", self.policy)
         form.addRow("", self.global_support)
-        note = QLabel("Port, peer and Spark changes apply at the next start.")
+        note = QLabel("The Codex URL and the archive-support switch apply now; the Spark warm-up and trackers at "
+                      "the next start." + ("" if self.node else " Ports, peers and Spark apply at the next start."))
         note.setObjectName("explainer")
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
+        note.setWordWrap(True)
+        self.restart_note = QLabel("")
+        self.restart_note.setObjectName("restartNote")
+        self.restart_note.setWordWrap(True)
+        self.restart_btn = QPushButton("Restart node")
+        self.restart_btn.setObjectName("restartNode")
+        self.restart_btn.clicked.connect(self.restart)
+        self.restart_btn.setVisible(False)
+        rrow = QHBoxLayout()
+        rrow.addWidget(self.restart_note, 1)
+        rrow.addWidget(self.restart_btn)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
+                                        | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
         lay = QVBoxLayout(self)
+        lay.addWidget(self.node_error)
+        if self.node is not None:
+            lay.addWidget(self.node)
         lay.addLayout(form)
         lay.addWidget(note)
-        lay.addWidget(buttons)
+        lay.addLayout(rrow)
+        lay.addWidget(self.buttons)
 
     def _browse(self) -> None:
         d = QFileDialog.getExistingDirectory(self, "Data directory", self.data_dir.text())
@@ -112,5 +151,43 @@ class SettingsDialog(QDialog):
                 "global_archive_support": self.global_support.isChecked()}
 
     def accept(self) -> None:
-        save(self.settings, self.values())
+        """Save: QSettings, and the node's TOML. When the running node must restart to use the change, the dialog
+        stays open with "Restart node" (Close keeps the old node running until the next start)."""
+        node_changed = self.node is not None and self.node.changed()
+        if self.node is not None and not self.node.save():
+            return
+        values = self.values()
+        if self.node is not None:          # the node's rows come from the TOML: keep the QSettings copy in step
+            n = self.node.loaded
+            values.update(torrent_port=int(n.torrent_listen.rpartition(":")[2] or 0), waku_port=n.waku_port,
+                          waku_peers="\n".join(n.waku_peers), spark_master=n.spark_master,
+                          nwaku_rest_url=n.waku_rest_url if n.waku_backend == "nwaku-rest" else "")
+            values.pop("data_dir")         # the data directory in QSettings says where the TOML is: unchanged
+        save(self.settings, values)
+        self.saved = True
+        if node_changed and getattr(self.window_, "running_node", None) is not None:
+            self.restart_note.setText(f"Saved to {self.config.name}. The node uses the new settings after a "
+                                      "restart.")
+            self.restart_btn.setVisible(True)
+            self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(False)
+            self.buttons.button(QDialogButtonBox.StandardButton.Cancel).setText("Close")
+            return
         super().accept()
+
+    def reject(self) -> None:
+        if self.saved:                     # "Close" after saving: the window applies what applies now
+            super().accept()
+        else:
+            super().reject()
+
+    def restart(self) -> None:
+        from gui.views.node_settings import restart_node
+        restart_node(self.window_, self.config)
+        super().accept()
+
+
+def _config_of(settings: QSettings) -> Path | None:
+    """The node config the window uses (gui.app.node_config_target: $ARCHIVIST_CONFIG, else the data directory's
+    archivist.toml)."""
+    from gui.app import node_config_target
+    return node_config_target(settings)

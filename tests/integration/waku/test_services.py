@@ -102,8 +102,7 @@ def test_ping_and_identify_advertise_our_protocols(make_node):
         await stream.close()
         await b.node.host._identify_peer(pid, reason="test")
         return rtt, set(b.node.host.get_peerstore().get_protocols(pid))
-    rtt, protocols = b._call(ping_and_identify)
-    assert rtt >= 0
+    _rtt, protocols = b._call(ping_and_identify)      # the ping itself raises if the echo does not match
     assert {"/vac/waku/relay/2.0.0", "/vac/waku/store-query/3.0.0", "/vac/waku/store/2.0.0-beta4",
             "/vac/waku/metadata/1.0.0", "/vac/waku/lightpush/3.0.0", "/vac/waku/lightpush/2.0.0-beta1",
             "/ipfs/id/1.0.0", "/ipfs/ping/1.0.0"} <= protocols

@@ -1,14 +1,16 @@
 """A node that joins late catches up from a store node by paging (v3 and v2-beta4 over the wire)."""
+import os
 import time
 
 import pytest
 
-from core.waku.embedded import StoreQueryError, WakuPeerError
+from core.waku.embedded import WakuPeerError
 from core.waku.message import WakuMessage
 
 PS = "/waku/2/rs/16/32"
 CT = "/app/1/chat/proto"
 N = 10_000
+RELAYED = 10_000 if os.environ.get("ARCHIVIST_SLOW") == "1" else 2_000   # relayed one by one: ~4 ms each
 
 
 @pytest.fixture
@@ -59,13 +61,12 @@ def test_store_query_to_node_without_store_fails_cleanly(make_node):
     with pytest.raises(WakuPeerError, match="unsupported: the peer does not serve the protocol") as e:
         list(a.query_store(b.listen_addrs[0], [CT]))
     assert (e.value.peer, e.value.op) == (b.peer_id, "store query")
-    assert StoreQueryError(400, "x").code == 400
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(__import__("os").environ.get("ARCHIVIST_SLOW") != "1", reason="set ARCHIVIST_SLOW=1")
-def test_late_joiner_catches_up_10000_relayed_messages(make_node):
-    """The full path: 10,000 messages relayed to the store node while the late node is offline."""
+def test_late_joiner_catches_up_relayed_messages(make_node):
+    """The full path: messages relayed to the store node while the late node is offline, then paged back from its
+    store (RELAYED: 2,000 by default, 10,000 with ARCHIVIST_SLOW=1)."""
+    N = RELAYED
     from tests.integration.waku.conftest import Collector
     pub, s = make_node(store=False), make_node()
     s.add_peer(pub.listen_addrs[0])

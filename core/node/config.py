@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.node.community import CommunityConfig
+from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S
 
 
 class ConfigError(ValueError):
@@ -30,6 +31,11 @@ class NodeSettings:
     waku_max_message_size: int = 1024 * 1024     # bytes; the Status fleet carries up to 1024 KiB
     waku_max_future_s: float = 20.0              # refuse message timestamps further ahead than this (nwaku: 20 s)
     waku_read_timeout_s: float = 10.0            # deadline of every store/lightpush/metadata request
+    waku_requests_per_s: float = PEER_RATE_S     # store/lightpush requests per peer id (token bucket) ...
+    waku_request_burst: int = PEER_BURST         # ... beyond which a peer gets 429
+    waku_requests_per_ip_s: float = IP_RATE_S    # the same per source address, whatever peer ids it uses
+    waku_request_burst_per_ip: int = IP_BURST
+    waku_rate_exempt_ips: list[str] = field(default_factory=list)  # addresses without an address budget
     spark_master: str = "local[*]"
     spark_build: bool = True                     # control nodes build on Spark (False: single-process path)
     spark_secret_file: str | None = None         # the cluster's shared secret (spark.authenticate), a 0600 file
@@ -87,6 +93,11 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             waku_max_message_size=int(w.get("max_message_size", 1024 * 1024)),
             waku_max_future_s=float(w.get("max_future_s", 20.0)),
             waku_read_timeout_s=float(w.get("read_timeout_s", 10.0)),
+            waku_requests_per_s=float(w.get("requests_per_s", PEER_RATE_S)),
+            waku_request_burst=int(w.get("request_burst", PEER_BURST)),
+            waku_requests_per_ip_s=float(w.get("requests_per_ip_s", IP_RATE_S)),
+            waku_request_burst_per_ip=int(w.get("request_burst_per_ip", IP_BURST)),
+            waku_rate_exempt_ips=[str(x) for x in w.get("rate_exempt_ips", [])],
             spark_master=str(doc.get("spark", {}).get("master", "local[*]")),
             spark_build=bool(doc.get("spark", {}).get("build", True)),
             spark_secret_file=rel(doc.get("spark", {}).get("secret_file")),
@@ -115,6 +126,10 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
     if s.waku_max_message_size < 1024 or s.waku_max_future_s < 0 or s.waku_read_timeout_s <= 0:
         raise ConfigError("waku.max_message_size must be at least 1024 bytes, max_future_s >= 0 and "
                           "read_timeout_s > 0")
+    if min(s.waku_requests_per_s, s.waku_requests_per_ip_s) <= 0 or \
+            min(s.waku_request_burst, s.waku_request_burst_per_ip) < 1:
+        raise ConfigError("waku.requests_per_s and requests_per_ip_s must be > 0, request_burst and "
+                          "request_burst_per_ip at least 1")
     if s.spark_encrypt and not s.spark_secret_file:
         raise ConfigError("spark.encrypt needs spark.secret_file (encryption uses the cluster's shared secret)")
     if s.waku_backend not in ("embedded", "nwaku-rest", "none"):
@@ -173,7 +188,11 @@ def dump(s: NodeSettings, base: Path, channel_names: dict[str, str] | None = Non
     lines += ["", "[waku]", f"backend = {_toml(s.waku_backend)}"]
     for key, attr in (("host", "waku_host"), ("port", "waku_port"), ("peers", "waku_peers"),
                       ("rest_url", "waku_rest_url"), ("max_message_size", "waku_max_message_size"),
-                      ("max_future_s", "waku_max_future_s"), ("read_timeout_s", "waku_read_timeout_s")):
+                      ("max_future_s", "waku_max_future_s"), ("read_timeout_s", "waku_read_timeout_s"),
+                      ("requests_per_s", "waku_requests_per_s"), ("request_burst", "waku_request_burst"),
+                      ("requests_per_ip_s", "waku_requests_per_ip_s"),
+                      ("request_burst_per_ip", "waku_request_burst_per_ip"),
+                      ("rate_exempt_ips", "waku_rate_exempt_ips")):
         if getattr(s, attr) != getattr(d, attr):
             lines.append(f"{key} = {_toml(getattr(s, attr))}")
     spark = (s.spark_master, s.spark_build, s.spark_secret_file, s.spark_encrypt)

@@ -41,13 +41,20 @@ def _waku_backend(s: NodeSettings):
         from core.waku.nwaku_rest import NwakuRestBackend  # external nwaku (see docs/WAKU-NODE.md)
         return NwakuRestBackend(s.waku_rest_url)
     from core.waku.embedded import EmbeddedWakuBackend
-    from core.waku.node import NodeConfig
     from core.waku.store_db import MessageStore
     store = MessageStore(s.data_dir / "waku-store.sqlite", max_future_ns=int(s.waku_max_future_s * 10 ** 9))
-    return EmbeddedWakuBackend(NodeConfig(host=s.waku_host, tcp_port=s.waku_port, store=store,
-                                          key_path=s.data_dir / "waku-node.key",
-                                          max_message_size=s.waku_max_message_size,
-                                          max_future_s=s.waku_max_future_s, read_timeout_s=s.waku_read_timeout_s))
+    return EmbeddedWakuBackend(waku_node_config(s, store))
+
+
+def waku_node_config(s: NodeSettings, store=None):
+    """The embedded node's NodeConfig from the [waku] settings."""
+    from core.waku.node import NodeConfig
+    return NodeConfig(host=s.waku_host, tcp_port=s.waku_port, store=store, key_path=s.data_dir / "waku-node.key",
+                      max_message_size=s.waku_max_message_size, max_future_s=s.waku_max_future_s,
+                      read_timeout_s=s.waku_read_timeout_s, requests_per_s=s.waku_requests_per_s,
+                      request_burst=s.waku_request_burst, requests_per_ip_s=s.waku_requests_per_ip_s,
+                      request_burst_per_ip=s.waku_request_burst_per_ip,
+                      rate_exempt_ips=tuple(s.waku_rate_exempt_ips))
 
 
 def spark_builder(master: str, secret_file: str | None = None, encrypt: bool = False):
@@ -72,11 +79,12 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True) -> Runn
     waku = _waku_backend(s)
     transport = None
     if waku is not None:
+        from core.waku.errors import WakuError
         waku.start()
         for p in s.waku_peers:
             try:
                 waku.add_peer(p)
-            except Exception as e:  # an unreachable peer is a warning, not a reason to stop
+            except WakuError as e:  # an unreachable peer (or a bad address) is a warning, not a reason to stop
                 log.warning("waku peer %s unreachable: %s", p, e)
         transport = WakuTransport(waku, store_peers=s.waku_peers)
     history = MemberHistory(s.data_dir / "history.sqlite")

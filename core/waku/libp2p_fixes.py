@@ -39,6 +39,12 @@ remove the workaround). No upstream issue was found for any of them in the issue
     reserve, no pruning below it, and every peer we dial is protected in the swarm's tag store.
 13. No per-connection stream limit in yamux or mplex (stream_muxer/yamux, stream_muxer/mplex; ConnectionConfig
     has no such field): inbound streams beyond the limit are reset.
+14. GossipSub.publish queues every message for every connected peer not subscribed to its topic, "in case the
+    subscription is still on its way" (gossipsub.py GossipSub.publish, second loop over pubsub.peers, and
+    GossipSub._prune_pending_messages): a peer that relays another shard, e.g. a light client, gets a queue that
+    is rebuilt by a list comprehension on every message, trimmed at 100 with a WARNING per message, and never
+    sent. Ours: only peers identified less than PENDING_GRACE_S ago are queued, in a bounded deque that drops
+    its oldest silently; expired entries are popped from its head.
 Fixes 10-13 are also exercised end to end in tests/integration/waku/test_faults.py and test_connection_limits.py.
 """
 from __future__ import annotations
@@ -48,6 +54,7 @@ import hashlib
 import logging
 import time
 import weakref
+from collections import deque
 from typing import Callable
 
 import trio
@@ -99,10 +106,42 @@ class IdMessageCache(MessageCache):
         self.history[0].append(CacheEntry(mid, msg.topicIDs))
 
 
-class WakuGossipSub(GossipSub):
-    """GossipSub v1.1 on /vac/waku/relay/2.0.0 with nwaku's parameters (fixes 1, 3, 4, 5c)."""
+PENDING_GRACE_S = 5.0   # fix 14: how long after identify a peer's subscriptions may still be on their way
 
-    def __init__(self, **kw):
+
+class _Discard:
+    """fix 14: the pending "queue" of a settled peer: appends go nowhere."""
+
+    def append(self, item) -> None:
+        pass
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+class PendingQueues(dict):
+    """fix 14: `_pending_messages` of WakuGossipSub. Peers identified within the grace time (or not identified
+    yet) get a bounded deque; settled peers get a _Discard, which is not stored (so `peer in queues` stays False
+    and flush_pending_messages has nothing to send)."""
+
+    def __init__(self, router: "WakuGossipSub"):
+        super().__init__()
+        self._router = router
+
+    def __missing__(self, peer_id):
+        if self._router.pending_settled(peer_id):
+            return _Discard()
+        q = self[peer_id] = deque(maxlen=self._router._max_pending_messages_per_peer)
+        return q
+
+
+class WakuGossipSub(GossipSub):
+    """GossipSub v1.1 on /vac/waku/relay/2.0.0 with nwaku's parameters (fixes 1, 3, 4, 5c, 14)."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic, **kw):
         params = dict(protocols=[WAKU_RELAY_PROTOCOL], degree=6, degree_low=4, degree_high=8,
                       gossip_window=3, gossip_history=5, heartbeat_initial_delay=0.1, heartbeat_interval=1,
                       time_to_live=60, spam_protection_enabled=False, adaptive_gossip_enabled=False,
@@ -110,11 +149,38 @@ class WakuGossipSub(GossipSub):
         params.update(kw)
         super().__init__(**params)
         self.mcache = IdMessageCache(params["gossip_window"], params["gossip_history"])
+        self._clock = clock
+        self._identified_at: dict = {}
+        self._pending_messages = PendingQueues(self)
 
     def add_peer(self, peer_id, protocol_id) -> None:
         if protocol_id == WAKU_RELAY_PROTOCOL:
             protocol_id = PROTOCOL_ID_V11
         super().add_peer(peer_id, protocol_id)
+        self._identified_at[peer_id] = self._clock()
+
+    def remove_peer(self, peer_id) -> None:
+        super().remove_peer(peer_id)
+        self._identified_at.pop(peer_id, None)
+
+    def pending_settled(self, peer_id) -> bool:
+        """fix 14: identified long enough ago that a missing subscription means "not subscribed"."""
+        at = self._identified_at.get(peer_id)
+        return at is not None and self._clock() - at > PENDING_GRACE_S
+
+    def _prune_pending_messages(self, peer_id) -> None:
+        """fix 14: O(expired) instead of O(queue) per message, no WARNING (the deque's maxlen drops the oldest)."""
+        queue = self._pending_messages.get(peer_id)
+        if queue is None:
+            return
+        if self.pending_settled(peer_id):  # its subscriptions are known by now: standard GossipSub rules
+            self._pending_messages.pop(peer_id, None)
+            return
+        oldest_allowed = time.time() - self._pending_messages_ttl  # upstream stamps entries with time.time()
+        while queue and queue[0][0] < oldest_allowed:
+            queue.popleft()
+        if not queue:
+            self._pending_messages.pop(peer_id, None)
 
     def _check_equivocation(self, msg: rpc_pb2.Message) -> bool:
         return True  # StrictNoSign: no from/seqno to key on; duplicates are caught by the seen cache

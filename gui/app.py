@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gui.lifecycle import _RUNNING, app_tray, on_quit, quit_application  # noqa: F401 (quit_application: re-exported)
+from gui.views.settings import fixed_config_path, node_config_target  # noqa: F401 (re-exported)
 
 T0 = time.perf_counter()   # process-relative start, for the cold-start figure
 
@@ -84,28 +85,6 @@ def warm_spark(window, master: str | None = None) -> None:
     window.statusBar().showMessage("Spark is warming up in the background…")
     window.ops.run(work, on_done=ready, label="Spark warm-up",
                    on_error=lambda e: window.log.add("archivist.sparkFailed", None, {"error": str(e)}))
-
-
-def fixed_config_path(config: Path | str | None = None) -> Path | None:
-    """A config path fixed from outside (`archivist gui --config`, else $ARCHIVIST_CONFIG), or None."""
-    if config:
-        return Path(config).expanduser().absolute()
-    env = os.environ.get("ARCHIVIST_CONFIG")
-    return Path(env).expanduser().absolute() if env else None
-
-
-def node_config_target(settings, config: Path | str | None = None) -> Path:
-    """Where the node's TOML config is: the fixed path, else `archivist.toml` in the data directory (Settings;
-    empty there means platformdirs' user data directory, which follows $XDG_DATA_HOME)."""
-    fixed = fixed_config_path(config)
-    if fixed is not None:
-        return fixed
-    from gui.views.settings import load
-    data_dir = load(settings)["data_dir"]
-    if not data_dir:
-        from core.node.config import default_data_dir
-        data_dir = default_data_dir()
-    return Path(data_dir) / "archivist.toml"
 
 
 def start_node_in_background(window, config: Path) -> None:

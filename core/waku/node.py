@@ -21,7 +21,7 @@ from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_PROTOCOL_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service.context import background_trio_service
 
-from core.waku import lightpush, metadata, store_protocol
+from core.waku import lightpush, metadata, peer_exchange, store_protocol
 from core.waku.identity import load_or_create_identity
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S, RequestLimiter
 from core.waku.connection_limits import ConnectionLimits, InboundGate
@@ -135,7 +135,20 @@ class WakuNode:
         if self.store is not None:
             h.set_stream_handler(store_protocol.STORE_V3_PROTOCOL, self._serve_store_v3)
             h.set_stream_handler(store_protocol.STORE_V2_PROTOCOL, self._serve_store_v2)
+        # 34/WAKU2-PEER-EXCHANGE: answers from the records we know (filled by DNS discovery and by peers' records)
+        self.px_cache = peer_exchange.EnrCache()
+        peer_exchange.serve_on(h, self.px_cache, timeout_s=config.read_timeout_s)
         h.get_network().register_notifee(_ConnNotifee(self))
+
+    async def exchange_peers(self, peer_id: str, num_peers: int = 10) -> list:
+        """Ask a peer for records of other peers (peer exchange); core.waku.enr.Enr, signatures checked."""
+        return await peer_exchange.request(self.host, ID.from_base58(peer_id), num_peers,
+                                           timeout_s=self.config.read_timeout_s)
+
+    async def connect_discovered(self, records, max_new: int = 10) -> list[str]:
+        """Dial discovered peers of our cluster and shards (DNS discovery or peer exchange)."""
+        return await peer_exchange.connect_discovered(self, records, cluster=self.config.cluster_id,
+                                                      shards=self.config.shards, max_new=max_new)
 
     # --- lifecycle ---
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:

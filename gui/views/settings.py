@@ -5,6 +5,7 @@ switch) stay in QSettings; before the first run (no config yet) the node's rows 
 welcome screen uses them."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
@@ -187,7 +188,27 @@ class SettingsDialog(QDialog):
 
 
 def _config_of(settings: QSettings) -> Path | None:
-    """The node config the window uses (gui.app.node_config_target: $ARCHIVIST_CONFIG, else the data directory's
-    archivist.toml)."""
-    from gui.app import node_config_target
+    """The node config the window uses ($ARCHIVIST_CONFIG, else the data directory's archivist.toml)."""
     return node_config_target(settings)
+
+
+def fixed_config_path(config: Path | str | None = None) -> Path | None:
+    """A config path fixed from outside (`archivist gui --config`, else $ARCHIVIST_CONFIG), or None."""
+    if config:
+        return Path(config).expanduser().absolute()
+    env = os.environ.get("ARCHIVIST_CONFIG")
+    return Path(env).expanduser().absolute() if env else None
+
+
+def node_config_target(settings, config: Path | str | None = None) -> Path:
+    """Where the node's TOML config is: the fixed path, else `archivist.toml` in the data directory (Settings;
+    empty there means platformdirs' user data directory, which follows $XDG_DATA_HOME)."""
+    fixed = fixed_config_path(config)
+    if fixed is not None:
+        return fixed
+    data_dir = load(settings)["data_dir"]
+    if not data_dir:
+        from core.node.config import default_data_dir
+        data_dir = default_data_dir()
+    return Path(data_dir) / "archivist.toml"
+

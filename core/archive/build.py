@@ -8,11 +8,16 @@ that disagrees with them (the next build or start-up writes it).
 """
 from __future__ import annotations
 
+import gc
+import queue
 import shutil
+import sqlite3
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from itertools import chain
+from typing import Callable, Generator, Iterable, Iterator, Sequence, TypeVar
 
 from core.archive import codec
 from core.archive.constants import PARTITION_SECONDS, PIECE_LENGTH
@@ -22,6 +27,8 @@ from core.archive.folder import ArchiveFolder, IndexCodec, NewArchive
 from core.archive.partition import chunk_messages, partitions
 from core.archive.torrent import build_metainfo, parse_metainfo
 from core.storage import waku_messages
+
+T = TypeVar("T")
 
 # Optional transform of each encoded archive (hash-ratchet encryption for encrypted communities).
 ArchiveTransform = Callable[[bytes], bytes]
@@ -83,6 +90,62 @@ def encode_windows(windows: Iterable[tuple[int, int]], topics: Sequence[bytes],
             yield NewArchive(lo, hi, topics, raw), len(chunk)
 
 
+def encode_store_windows(con: sqlite3.Connection, windows: Iterable[tuple[int, int]], topics: Sequence[bytes],
+                         transform: ArchiveTransform | None = None) -> Iterator[tuple[NewArchive, int]]:
+    """encode_windows over a `waku_messages` store, with the bulk encoder (core.archive.columnar): the same bytes,
+    one batch of rows in memory at a time."""
+    from core.archive import columnar   # numpy: loaded when a build runs, not by every command
+    topics = tuple(topics)
+    for lo, hi in windows:
+        for raw, n in columnar.encode_window(con, topics, lo, hi):
+            yield NewArchive(lo, hi, topics, raw if transform is None else transform(raw)), n
+
+
+_END = object()
+
+
+def ahead(items: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
+    """`items`, made up to `depth` ahead by a worker thread: while the caller writes one archive (file I/O lets
+    the GIL go) the next is read and encoded. An error in the worker is raised here; closing this generator
+    stops the worker (after the item it is making) and closes `items`."""
+    box: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for item in items:
+                box.put((item, None))
+                if stop.is_set():
+                    break
+            else:
+                box.put((_END, None))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, which raises it
+            box.put((_END, e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=work, name="archive-encoder", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = box.get()
+            if item is _END:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():   # take what it offers until it sees `stop`
+            try:
+                box.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        worker.join()
+
+
 def write_torrent(folder: ArchiveFolder, community_id: str, torrent_dir: Path | str,
                   trackers: Sequence[str]) -> tuple[str, str, Path]:
     """(Re)write the .torrent atomically; returns (infohash, magnet, path).
@@ -130,6 +193,21 @@ def check_disk_space(folder: Path, need: int, free_space: Callable[[Path], int] 
                            f"(+{DISK_MARGIN / 1e6:.0f} MB margin), {free / 1e6:.1f} MB free", code="disk-full")
 
 
+def check_build_space(con: sqlite3.Connection, folder: Path, topics: Sequence[bytes],
+                      windows: Sequence[tuple[int, int]], free_space: Callable[[Path], int] | None = None) -> None:
+    """check_disk_space for a build of `windows`: each message costs a few bytes of framing (64 counted); each
+    archive pads up to a piece; the torrent is ~1/5000. First without a pass over the rows: the store's pages
+    (stored_bytes, S) hold every blob byte and at least 11 bytes per row (cell pointer, sizes, record header of
+    7 columns), so the rows' bytes plus 64 per row stay under S * (1 + 64 / 11) < 7 S. Only when that bound does
+    not fit are the rows counted and summed (payload_bytes)."""
+    pieces = PIECE_LENGTH * (len(windows) + 1)
+    free = (free_space or (lambda p: shutil.disk_usage(p).free))(folder)
+    if free >= 7 * waku_messages.stored_bytes(con) + pieces + DISK_MARGIN:
+        return
+    count, raw = waku_messages.payload_bytes(con, topics, windows[0][0], windows[-1][1])
+    check_disk_space(folder, raw + 64 * count + pieces, lambda p: free)
+
+
 def build_archives(db_path: Path | str, community_id: str, topics: Sequence[bytes], data_dir: Path | str,
                    torrent_dir: Path | str, *, start: int | None = None, end: int | None = None,
                    trackers: Sequence[str] = (), transform: ArchiveTransform | None = None,
@@ -137,22 +215,36 @@ def build_archives(db_path: Path | str, community_id: str, topics: Sequence[byte
                    free_space: Callable[[Path], int] | None = None,
                    index_codec: IndexCodec | None = None) -> BuildResult:
     """Build all missing archives of one community from a status-go `waku_messages` database.
-    Encrypted communities pass `transform` (each archive) and `index_codec` (the index)."""
+    Encrypted communities pass `transform` (each archive) and `index_codec` (the index).
+
+    Archives stream from the store into `folder.append` one at a time (memory stays flat whatever the store
+    holds); a failure while they are made undoes the append like any other (core.archive.folder)."""
     end = int(now()) if end is None else end
     folder = ArchiveFolder(community_folder(data_dir, community_id), create=True, index_codec=index_codec)
     con = waku_messages.connect(db_path, create=False)
     try:
         plan = plan_build(folder, waku_messages.oldest_timestamp(con, topics), end, start)
         if plan.windows:
-            count, raw = waku_messages.payload_bytes(con, topics, plan.windows[0][0], plan.windows[-1][1])
-            # each message costs a few bytes of framing; each archive pads up to a piece; the torrent is ~1/5000
-            check_disk_space(folder.path, raw + 64 * count + PIECE_LENGTH * (len(plan.windows) + 1), free_space)
-        fetch = lambda lo, hi: waku_messages.query_messages(con, topics, lo, hi)  # noqa: E731
-        produced = list(encode_windows(plan.windows, topics, fetch, transform))
+            check_build_space(con, folder.path, topics, plan.windows, free_space)
+        counted = [0]
+
+        def archives() -> Iterator[NewArchive]:
+            for archive, n in encode_store_windows(con, plan.windows, topics, transform):
+                counted[0] += n
+                yield archive
+        stream = ahead(archives())
+        collecting = gc.isenabled()
+        gc.disable()   # the batches hold many small objects, none in a cycle: cyclic GC would only rescan them
+        try:
+            first = next(stream, None)   # nothing new: the folder is not touched
+            new_ids = [] if first is None else folder.append(chain([first], stream))
+        finally:
+            stream.close()   # stops the worker before the connection closes
+            if collecting:
+                gc.enable()
     finally:
         con.close()
-    new_ids = folder.append([a for a, _ in produced])
-    return finish_build(folder, community_id, torrent_dir, trackers, new_ids, sum(n for _, n in produced))
+    return finish_build(folder, community_id, torrent_dir, trackers, new_ids, counted[0])
 
 
 def finish_build(folder: ArchiveFolder, community_id: str, torrent_dir: Path | str, trackers: Sequence[str],

@@ -312,3 +312,20 @@ def sorted_entries(entries: Mapping[str, IndexEntry]) -> list[tuple[str, IndexEn
     exact = all(-(1 << 53) < e.offset < 1 << 53 for e in entries.values())
     items.sort(key=_by_float_offset if exact else _by_offset)
     return items
+
+
+# -- bulk encoding helpers (core.archive.columnar): the same bytes as encode_archive, in pieces -------------------
+
+def archive_header(start: int, end: int, topics: Sequence[bytes]) -> bytes:
+    """What encode_archive writes before the messages: field 2 (metadata), length-prefixed. An archive is this
+    followed by frame_message() of each message, in order (version 0 is not written)."""
+    from core.varint import write_varint
+    md = metadata_pb(start, end, topics).SerializeToString(deterministic=True)
+    return b"\x12" + write_varint(len(md)) + md
+
+
+def frame_message(m: ArchiveMessage) -> bytes:
+    """One `messages` element (field 3) of an archive, encoded by the protobuf library."""
+    from core.varint import write_varint
+    raw = m.to_pb().SerializeToString(deterministic=True)
+    return b"\x1a" + write_varint(len(raw)) + raw

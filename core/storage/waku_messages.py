@@ -62,16 +62,43 @@ def _row_to_message(row: tuple) -> ArchiveMessage:
                           parse_hex(h), tpid or "")
 
 
+_COLUMNS = "sig, timestamp, topic, payload, padding, hash, third_party_id"
+
+
+def _range_rows(con: sqlite3.Connection, columns: str, topics: Sequence[bytes], start, end, order: str,
+                through: bool = False) -> sqlite3.Cursor:
+    marks = ",".join("?" * len(topics))
+    return con.execute(
+        f"SELECT {columns} FROM waku_messages WHERE timestamp >= ? AND timestamp {'<=' if through else '<'} ? "
+        f"AND topic IN ({marks}) ORDER BY {order}", (start, end, *(topic_text(t) for t in topics)))
+
+
 def query_messages(con: sqlite3.Connection, topics: Sequence[bytes], start: int, end: int) -> Iterator[ArchiveMessage]:
     """Messages with start <= timestamp < end on the given topics, in archive order (timestamp, hash)."""
     if not topics:
         return iter(())
+    return map(_row_to_message, _range_rows(con, _COLUMNS, topics, start, end, "timestamp, hash"))
+
+
+def query_messages_through(con: sqlite3.Connection, topics: Sequence[bytes], first, last) -> Iterator[ArchiveMessage]:
+    """query_messages for first <= timestamp <= last (bounds as stored: any SQLite number)."""
+    if not topics:
+        return iter(())
+    return map(_row_to_message, _range_rows(con, _COLUMNS, topics, first, last, "timestamp, hash", through=True))
+
+
+def scan_rows(con: sqlite3.Connection, topics: Sequence[bytes], start: int, end: int) -> sqlite3.Cursor:
+    """Raw rows (sig, timestamp, topic's index in `topics`, payload, padding, hash, third_party_id) with
+    start <= timestamp < end on the given topics, in timestamp order only: the (timestamp, topic) index's order,
+    which needs no sort (rows of one timestamp come in no particular order). For bulk readers (fetchmany).
+    `topics` must not be empty."""
+    case = "CASE topic " + " ".join(f"WHEN ? THEN {i}" for i in range(len(topics))) + " END"
     marks = ",".join("?" * len(topics))
-    cur = con.execute(
-        f"SELECT sig, timestamp, topic, payload, padding, hash, third_party_id FROM waku_messages "
-        f"WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks}) ORDER BY timestamp, hash",
-        (start, end, *(topic_text(t) for t in topics)))
-    return (_row_to_message(r) for r in cur)
+    texts = tuple(topic_text(t) for t in topics)
+    return con.execute(
+        f"SELECT sig, timestamp, {case}, payload, padding, hash, third_party_id FROM waku_messages "
+        f"WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks}) ORDER BY timestamp",
+        (*texts, start, end, *texts))
 
 
 def oldest_timestamp(con: sqlite3.Connection, topics: Sequence[bytes]) -> int | None:
@@ -92,6 +119,13 @@ def payload_bytes(con: sqlite3.Connection, topics: Sequence[bytes], start: int, 
                       f"FROM waku_messages WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks})",
                       (start, end, *(topic_text(t) for t in topics))).fetchone()
     return int(row[0]), int(row[1])
+
+
+def stored_bytes(con: sqlite3.Connection) -> int:
+    """Size of the database's pages (WAL included): no range of rows holds more payload + sig + padding than this,
+    so a disk-space check that passes with it needs no pass over the rows (payload_bytes)."""
+    pages = con.execute("PRAGMA page_count").fetchone()[0]
+    return int(pages) * int(con.execute("PRAGMA page_size").fetchone()[0])
 
 
 # -- retention and late-message bookkeeping (core.node.control) ----------------------------------------------------

@@ -1,0 +1,36 @@
+"""Peak RSS of `build` (whole child process) is flat in the message count: <= 300 MiB at 100k and 1M messages, and
+at 10M under ARCHIVIST_SLOW=1 (issue 17), printed beside the floor process' own (floor_build.py). `build` streams
+one batch of rows and one archive at a time, so only the interpreter and its libraries should show."""
+import os
+import shutil
+
+import pytest
+
+from tests.bench.build_bench import run_build, run_floor, store
+
+LIMIT_MIB = 300
+SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
+# `make test` runs the small pair (flat memory is still visible: 20k against 100k); `make bench` 100k, 1M, 10M
+SIZES = [100_000, 1_000_000, 10_000_000] if SLOW else [20_000, 100_000]
+
+
+@pytest.fixture(scope="module")
+def peaks(tmp_path_factory):
+    return {}
+
+
+@pytest.mark.timeout(3600)   # 10M: making the store alone takes several minutes
+@pytest.mark.parametrize("n", SIZES)
+def test_build_peak_rss_is_flat(tmp_path, n, peaks):
+    s = store(tmp_path / "m.sqlite", n)
+    b = run_build(s, tmp_path / "b")
+    f = run_floor(s, tmp_path / "f.bin", b["data_bytes"])
+    shutil.rmtree(tmp_path / "b")
+    rss, floor_rss = b["rss_kib"] / 1024, f["rss_kib"] / 1024
+    peaks[n] = rss
+    print(f"\nBUILD MEMORY {n} messages ({b['data_bytes'] / 1e6:.0f} MB of archives): peak RSS {rss:.0f} MiB "
+          f"(floor process {floor_rss:.0f} MiB; limit {LIMIT_MIB} MiB)")
+    assert b["messages"] == n
+    assert rss <= LIMIT_MIB
+    smallest = peaks[min(peaks)]
+    assert rss <= smallest + 64, f"peak RSS grows with the message count: {peaks}"

@@ -31,4 +31,5 @@ def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = No
         w = window_import(chosen)
         rows = read_window_rows(Path(folder) / DATA_FILE, cid, chosen, w, unwrap)
         return history.import_window(cid, w.start, w.end, rows, w.archive_ids)
+    hydrate.imported = history.imported_archive_ids     # the member's record of what is imported (core.node.member)
     return hydrate

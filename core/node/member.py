@@ -23,6 +23,9 @@ SETTLE_SECONDS = 20.0
 RETRY_SECONDS = (30, 120, 600, 1800)      # back-off after a failed download: never a tight loop
 
 Hydrator = Callable[[str, Path, Mapping[str, IndexEntry]], int]
+"""hydrator(community_id, folder, {id: entry of one window}) -> rows written. A hydrator that writes a history
+database also has `imported(community_id) -> set of archive IDs`: what that database committed with the rows
+(core.node.hydrate.reference_hydrator). That record is the truth; state.sqlite's flag follows it."""
 
 
 def selection_for(cfg: CommunityConfig):
@@ -79,6 +82,7 @@ class MemberNode:
         if self.state.pending_link(self.cid):
             self.deadline = self.clock.now()
             self._wait("resuming the interrupted archive download")
+        self._imported_ids()                                # a history replaced or restored: re-import
         left = self.state.archive_ids(self.cid, imported=False)
         if not left:
             return
@@ -182,12 +186,27 @@ class MemberNode:
                     "key arrives)")
         return f"{len(self.parked)} archive(s) could not be imported: {next(iter(self.parked.values()))}"
 
+    def _imported_ids(self) -> set[str]:
+        """The archives imported into the history. With a history database, its own record (written in the same
+        transaction as the rows) decides, and the state's flag is brought in line: an archive the state calls
+        imported but the history lacks (a history file lost, replaced or restored from a backup) is marked
+        downloaded-not-imported, so that it is imported again instead of being skipped forever."""
+        recorded = self.state.archive_ids(self.cid, imported=True)
+        imported = getattr(self.hydrator, "imported", None)
+        if imported is None:
+            return recorded
+        done = imported(self.cid)
+        for aid in recorded - done:
+            self.state.mark_archive(self.cid, aid, imported=False)
+        for aid in done - recorded:
+            self.state.mark_archive(self.cid, aid, imported=True)
+        return done
+
     def import_archives(self, index: Mapping[str, IndexEntry], chosen) -> int:
         """Import what is not imported yet (a set difference on archive IDs), oldest window first, with the one
         importer's plan (core.history_import): whole windows, the chunks of a window together."""
         from core.history_import import plan_import
-        done = self.state.archive_ids(self.cid, imported=True)
-        plan = plan_import(index, chosen, done)
+        plan = plan_import(index, chosen, self._imported_ids())
         folder = self.paths.archive_dir / self.cid
         total = 0
         for i, w in enumerate(plan):

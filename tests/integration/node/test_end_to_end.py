@@ -127,3 +127,33 @@ def test_import_replaces_local_copies_and_never_deletes(pair):
     assert {k: v for k, v in got.items() if k not in kept} == want
     assert all(got[key(r)] == r[9] for r in (outside, after, inside))
     assert got[key(edited)] == want[key(edited)] != "edited locally"
+
+
+def test_a_lost_history_is_imported_again_at_restart(pair, tmp_path):
+    """The history database, not state.sqlite, says what is imported: a member whose history file is lost (or
+    restored from an older backup) imports the archives again from its folder at the next start, instead of
+    trusting state.sqlite's flag and showing an empty history forever. Fails if MemberNode plans from the
+    state's flag alone."""
+    from core.node.engine import Engine
+    from core.node.hydrate import reference_hydrator
+    from core.storage.member_history import MemberHistory
+    start_control(pair)
+    cid = pair.control_cfg.community_id
+    pair.member.add_community(pair.member_cfg).result(30)
+    _drive_member(pair)
+    assert len(pair.history.messages(cid, limit=100_000)) == len(pair.sent)
+
+    old = pair.member
+    old.stop()
+    pair.history.close()
+    (old.paths.root / "history.sqlite").rename(tmp_path / "lost.sqlite")     # the history file is gone
+    for side in ("-wal", "-shm"):
+        (old.paths.root / f"history.sqlite{side}").unlink(missing_ok=True)
+    pair.history = MemberHistory(old.paths.root / "history.sqlite")
+    pair.member = Engine(old.paths.root, clock=pair.clock, transport=pair.hub, torrents=old.torrents,
+                         peers=old.peers, hydrator=reference_hydrator(pair.history))
+    assert pair.member.state.archive_ids(cid, imported=True), "state.sqlite still says everything is imported"
+    pair.member.add_community(pair.member_cfg).result(60)
+    rows = pair.history.messages(cid, limit=100_000)
+    assert {r["id"]: r["text"] for r in rows} == _expected(pair)
+    assert pair.member.state.archive_ids(cid, imported=True) == set(control_folder_ids(pair))

@@ -15,9 +15,10 @@ demo: run
 gui: setup
 	$(BIN)/archivist gui
 
+# both cores (pytest-xdist; each worker has its own SparkSession), branch coverage of core/ printed at the end
 test: setup
 	$(BIN)/python proto/generate.py --check
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n 2 --cov=core --cov-branch --cov-report=term:skip-covered --durations=15
 
 test-fast: setup
 	$(BIN)/python -m pytest tests/unit -q

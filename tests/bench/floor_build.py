@@ -42,6 +42,16 @@ def _build(db: str, out: str, community_id: str, end: str, *topics: str) -> dict
     return {"messages": res.messages, "archives": len(res.new_archive_ids), "data_bytes": res.data_bytes}
 
 
+def peak_rss_kib() -> int:
+    """This process's own peak RSS (VmHWM). Not getrusage's ru_maxrss: Linux carries the forking parent's peak
+    across exec into it, so a child of a big test process (an xdist worker) reported the parent's ~300 MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss   # KiB on Linux
+
+
 def main(argv: list[str]) -> None:
     mode, *args = argv
     t0, c0 = time.perf_counter(), time.process_time()
@@ -51,7 +61,7 @@ def main(argv: list[str]) -> None:
         floor(args[0], int(args[2]), args[1])
         extra = {"data_bytes": int(args[2])}
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss   # KiB on Linux
+    rss_kib = peak_rss_kib()
     print(json.dumps({"mode": mode, "seconds": seconds, "cpu": cpu, "rss_kib": rss_kib, **extra}))
 
 

@@ -66,25 +66,66 @@ def start_in_background(window, fn: Callable[[], Any], on_done: Callable[[Any], 
                    label=label)
 
 
-def warm_spark(window, master: str | None = None) -> None:
+def warm_spark(window, spark=None, reason: str | None = None) -> None:
     """Start the process's SparkSession (JVM + one tiny job, ~12 s cold) on worker threads once the window is
-    up. The GUI thread never touches Spark; the window closes the Spark owner when it closes."""
+    up. `spark`: SparkSettings, a master URL, or None (the defaults). The status bar shows the stage, its progress
+    and why anything waits for Spark (gui/views/spark_status.py). The GUI thread never touches Spark; the window
+    closes the Spark owner when it closes."""
+    from gui.views.spark_status import FAILED, JVM, READY, REASON_ANY, warmup_stage
     t0 = time.perf_counter()
 
     def work(ctx):
         from core.pipeline.session import SparkSettings, default_owner
-        owner = default_owner(SparkSettings(master=master) if master else None)   # shared with the node
+        settings = spark if isinstance(spark, SparkSettings) else SparkSettings(master=spark) if spark else None
+        owner = default_owner(settings)      # shared with the node
         window.spark_owner = owner          # a plain attribute: closed in MainWindow.closeEvent
-        owner.warm().result(600)
-        return time.perf_counter() - t0
+        job = owner.warm()
+        shown = 0.0                          # the warm-up runs several small Spark jobs: the bar never goes back
+        while True:                          # report the stage until the job ends (a deadline wait, not a sleep)
+            try:
+                job.result(0.25)
+                return time.perf_counter() - t0
+            except TimeoutError:
+                stage, fraction = warmup_stage(owner, job)
+                if fraction is not None:
+                    shown = fraction = min(0.99, max(shown, fraction))
+                ctx.report(-1 if fraction is None else int(fraction * 1000), 1000, stage)
+            if ctx.cancelled.is_set() or time.perf_counter() - t0 > 600:
+                job.cancel()
+                raise TimeoutError("Spark did not start within 600 s") if not ctx.cancelled.is_set() else \
+                    RuntimeError("Spark warm-up cancelled")
 
     def ready(seconds: float) -> None:
         window.log.add("archivist.sparkReady", None, {"seconds": round(seconds, 1)})
-        window.statusBar().showMessage(f"Spark is ready ({seconds:.1f} s)", 10_000)
+        window.spark_status.show_stage(READY, 1.0, seconds)
         window.spark_ready.emit(seconds)
-    window.statusBar().showMessage("Spark is warming up in the background…")
-    window.ops.run(work, on_done=ready, label="Spark warm-up",
-                   on_error=lambda e: window.log.add("archivist.sparkFailed", None, {"error": str(e)}))
+
+    def failed(e: BaseException) -> None:
+        text = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        window.log.add("archivist.sparkFailed", None, {"error": text})
+        window.spark_status.show_stage(FAILED, None, time.perf_counter() - t0, error=text)
+
+    def progress(done: int, _total: int, stage: str) -> None:
+        window.spark_status.show_stage(stage, None if done < 0 else done / 1000, time.perf_counter() - t0)
+    window.spark_status.reason = reason or REASON_ANY
+    window.spark_status.show_stage(JVM, None, 0.0)
+    window.ops.run(work, on_done=ready, on_error=failed, on_progress=progress, label="Spark warm-up")
+
+
+def node_spark(config: Path):
+    """(SparkSettings, reason) of the node that `config` describes, or None when it does not build on Spark or
+    cannot be read (the node's start says why)."""
+    from core.node.config import ConfigError, load
+    from core.node.runner import spark_settings
+    from gui.views.spark_status import REASON_ANY, REASON_BUILD
+    try:
+        s = load(config)
+    except ConfigError:
+        return None
+    if not s.spark_build:
+        return None
+    owns = any(c.role == "control" for c in s.communities)
+    return spark_settings(s), REASON_BUILD if owns else REASON_ANY
 
 
 def start_node_in_background(window, config: Path) -> None:
@@ -159,7 +200,10 @@ def open_main(settings=None, *, engine: Any = None, folder: Path | None = None, 
     if config is not None:
         start_node_in_background(w, config)
     if spark and load(w.settings)["spark_warmup"] and os.environ.get("ARCHIVIST_NO_SPARK") != "1":
-        warm_spark(w, load(w.settings)["spark_master"] or None)
+        if config is None:
+            warm_spark(w, load(w.settings)["spark_master"] or None)
+        elif (ns := node_spark(config)) is not None:      # the node's own [spark] settings: one session for both
+            warm_spark(w, *ns)
     return w
 
 

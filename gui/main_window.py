@@ -78,6 +78,9 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.split)
         self.op_label = QLabel("")
         self.statusBar().addPermanentWidget(self.op_label)
+        from gui.views.spark_status import SparkStatus
+        self.spark_status = SparkStatus()        # the Spark warm-up: its stage, progress and reason (gui.app)
+        self.statusBar().addWidget(self.spark_status, 1)
         self._make_actions()
         self._wire()
         self.restore_state()

@@ -7,6 +7,9 @@ from pathlib import Path
 from core.status import topics as status_topics
 from core.status.identity import CommunityIdentity
 
+RETENTION_SECONDS = 30 * 24 * 3600   # control: archived messages older than this leave the store
+GRACE_SECONDS = 3600          # a window is built only once it closed this long ago: late messages still make it in
+
 
 @dataclass
 class CommunityConfig:

@@ -6,8 +6,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.node.community import CommunityConfig
+from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, CommunityConfig
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S
+
+DEFAULT_POLICIES = ("all", "latest")  # a default needs no dates; a range is chosen per community
 
 
 class ConfigError(ValueError):
@@ -18,7 +20,9 @@ class ConfigError(ValueError):
 class NodeSettings:
     data_dir: Path
     settle_seconds: float = 20.0
-    grace_period: int = 3600                     # control: a 7-day window is built this long after it closed
+    grace_period: int = GRACE_SECONDS            # control: a 7-day window is built this long after it closed
+    retention_period: int = RETENTION_SECONDS    # control: archived messages older than this leave the database
+    default_policy: str = "all"                  # member communities without their own `policy`: all | latest
     tick_seconds: float = 1.0
     torrent_listen: str = "0.0.0.0:0"
     torrent_peers: list[tuple[str, int]] = field(default_factory=list)
@@ -40,6 +44,10 @@ class NodeSettings:
     spark_build: bool = True                     # control nodes build on Spark (False: single-process path)
     spark_secret_file: str | None = None         # the cluster's shared secret (spark.authenticate), a 0600 file
     spark_encrypt: bool = False                  # spark.network.crypto.enabled (needs spark_secret_file)
+    spark_driver_host: str | None = None         # cluster: the address executors reach the driver at (default:
+    spark_driver_bind: str | None = None         # the one that routes to the master); where it listens (NAT)
+    spark_driver_port: int = 0                   # fixed driver / block manager ports for firewalls (0: any)
+    spark_block_manager_port: int = 0
     communities: list[CommunityConfig] = field(default_factory=list)
 
 
@@ -61,6 +69,18 @@ def _bool(v, key: str) -> bool:
     return v
 
 
+def _port(v, key: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 65535:
+        raise ConfigError(f"{key} must be a port number from 0 (any free port) to 65535, not {v!r}")
+    return v
+
+
+def _host(v, key: str) -> str | None:
+    if not isinstance(v, str):
+        raise ConfigError(f"{key} must be a host name or address in quotes, not {v!r}")
+    return v.strip() or None
+
+
 def load(path: Path | str) -> NodeSettings:
     p = Path(path)
     try:
@@ -76,11 +96,16 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
     def rel(v: str | None) -> str | None:
         return None if v is None else str((base / v) if not Path(v).is_absolute() else Path(v))
     try:
-        t, w = doc.get("torrent", {}), doc.get("waku", {})
+        t, w, sp = doc.get("torrent", {}), doc.get("waku", {}), doc.get("spark", {})
+        default_policy = str(doc.get("default_policy", "all"))
+        if default_policy not in DEFAULT_POLICIES:
+            raise ConfigError(f"default_policy must be all or latest, not {default_policy!r}")
         s = NodeSettings(
             data_dir=Path(rel(doc["data_dir"])) if "data_dir" in doc else default_data_dir(),
             settle_seconds=float(doc.get("settle_seconds", 20.0)),
-            grace_period=int(doc.get("grace_period", 3600)),
+            grace_period=int(doc.get("grace_period", GRACE_SECONDS)),
+            retention_period=int(doc.get("retention_period", RETENTION_SECONDS)),
+            default_policy=default_policy,
             tick_seconds=float(doc.get("tick_seconds", 1.0)),
             torrent_listen=str(t.get("listen", "0.0.0.0:0")),
             torrent_peers=[_peer(x) for x in t.get("peers", [])],
@@ -102,6 +127,10 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             spark_build=bool(doc.get("spark", {}).get("build", True)),
             spark_secret_file=rel(doc.get("spark", {}).get("secret_file")),
             spark_encrypt=_bool(doc.get("spark", {}).get("encrypt", False), "spark.encrypt"),
+            spark_driver_host=_host(sp.get("driver_host", ""), "spark.driver_host"),
+            spark_driver_bind=_host(sp.get("driver_bind", ""), "spark.driver_bind"),
+            spark_driver_port=_port(sp.get("driver_port", 0), "spark.driver_port"),
+            spark_block_manager_port=_port(sp.get("block_manager_port", 0), "spark.block_manager_port"),
         )
         for c in doc.get("community", []):
             role = c.get("role", "member")
@@ -110,7 +139,7 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             s.communities.append(CommunityConfig(
                 community_id=str(c["id"]).lower(), name=str(c.get("name", "")), role=role,
                 channel_chat_ids=[str(x) for x in c.get("channels", [])], key_file=rel(c.get("key_file")),
-                archive_support=bool(c.get("archive_support", True)), policy=str(c.get("policy", "all")),
+                archive_support=bool(c.get("archive_support", True)), policy=str(c.get("policy", default_policy)),
                 range_start=c.get("from"), range_end=c.get("to"),
                 announce_on=tuple(c.get("announce_on", ("magnetlinks", "memberUpdate"))),
                 trackers=tuple(c.get("trackers", ())), encrypted=bool(c.get("encrypted", False)),
@@ -123,6 +152,8 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
         raise ConfigError(f"config has a bad value: {e}") from None
     if s.grace_period < 0:
         raise ConfigError(f"grace_period must be 0 or more seconds, not {s.grace_period}")
+    if s.retention_period < 0:
+        raise ConfigError(f"retention_period must be 0 or more seconds, not {s.retention_period}")
     if s.waku_max_message_size < 1024 or s.waku_max_future_s < 0 or s.waku_read_timeout_s <= 0:
         raise ConfigError("waku.max_message_size must be at least 1024 bytes, max_future_s >= 0 and "
                           "read_timeout_s > 0")
@@ -179,6 +210,7 @@ def dump(s: NodeSettings, base: Path, channel_names: dict[str, str] | None = Non
     d, dc = NodeSettings(data_dir=s.data_dir), CommunityConfig(community_id="")
     lines = [HEADER, f"data_dir = {_toml(_path(s.data_dir, base))}"]
     for key, attr in (("settle_seconds", "settle_seconds"), ("grace_period", "grace_period"),
+                      ("retention_period", "retention_period"), ("default_policy", "default_policy"),
                       ("tick_seconds", "tick_seconds")):
         if getattr(s, attr) != getattr(d, attr):
             lines.append(f"{key} = {_toml(getattr(s, attr))}")
@@ -195,13 +227,17 @@ def dump(s: NodeSettings, base: Path, channel_names: dict[str, str] | None = Non
                       ("rate_exempt_ips", "waku_rate_exempt_ips")):
         if getattr(s, attr) != getattr(d, attr):
             lines.append(f"{key} = {_toml(getattr(s, attr))}")
-    spark = (s.spark_master, s.spark_build, s.spark_secret_file, s.spark_encrypt)
-    if spark != (d.spark_master, d.spark_build, d.spark_secret_file, d.spark_encrypt):
+    spark = ("spark_master", "spark_build", "spark_secret_file", "spark_encrypt", "spark_driver_host",
+             "spark_driver_bind", "spark_driver_port", "spark_block_manager_port")
+    if any(getattr(s, a) != getattr(d, a) for a in spark):
         lines += ["", "[spark]", f"master = {_toml(s.spark_master)}", f"build = {_toml(s.spark_build)}"]
         if s.spark_secret_file:
             lines.append(f"secret_file = {_toml(_path(s.spark_secret_file, base))}")
         if s.spark_encrypt:
             lines.append("encrypt = true")
+        for key in ("driver_host", "driver_bind", "driver_port", "block_manager_port"):
+            if getattr(s, "spark_" + key):
+                lines.append(f"{key} = {_toml(getattr(s, 'spark_' + key))}")
     for c in s.communities:
         lines += ["", "[[community]]", f"id = {_toml(c.community_id)}", f"name = {_toml(c.name)}",
                   f"role = {_toml(c.role)}", "channels = ["]
@@ -317,7 +353,8 @@ def first_run_settings(*, role: str, community_id: str, data_dir: Path, name: st
                        channels: list[str] | None = None, key_file: Path | str | None = None, policy: str = "all",
                        range_start: int | None = None, range_end: int | None = None, torrent_port: int = 0,
                        loopback: bool = False, waku_port: int = 0, waku_peers: list[str] | None = None,
-                       nwaku_rest_url: str = "") -> NodeSettings:
+                       nwaku_rest_url: str = "", torrent_peers: list[str] | None = None,
+                       default_policy: str = "all") -> NodeSettings:
     """The node settings of one community from the first-run choices (owner: role control with its key file and
     channels; member: a download policy). Raises ConfigError with one sentence."""
     from core.status.identity import community_public_key
@@ -338,10 +375,14 @@ def first_run_settings(*, role: str, community_id: str, data_dir: Path, name: st
     for port in (torrent_port, waku_port):
         if not 0 <= port <= 65535:
             raise ConfigError(f"port {port} is not 0..65535")
+    if default_policy not in DEFAULT_POLICIES:
+        default_policy = "all"          # a window setting of "range" has no dates to be a node default
     host = "127.0.0.1" if loopback else "0.0.0.0"
     s = NodeSettings(data_dir=Path(data_dir), torrent_listen=f"{host}:{torrent_port}", torrent_local=loopback,
                      waku_backend="nwaku-rest" if nwaku_rest_url else "embedded", waku_port=waku_port,
-                     waku_peers=[p for p in (waku_peers or []) if p.strip()])
+                     waku_peers=[p for p in (waku_peers or []) if p.strip()],
+                     torrent_peers=[_peer(p.strip()) for p in (torrent_peers or []) if p.strip()],
+                     default_policy=default_policy)
     if nwaku_rest_url:
         s.waku_rest_url = nwaku_rest_url
     rng = (range_start, range_end) if policy == "range" else (None, None)

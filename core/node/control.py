@@ -14,7 +14,7 @@ from core.archive.constants import PARTITION_SECONDS
 from core.archive.errors import ArchiveError, CorruptFolder, DecodeError
 from core.node import events as E
 from core.node.archived import ArchivedWindow
-from core.node.community import CommunityConfig, NodePaths
+from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, CommunityConfig, NodePaths
 from core.node.state import ArchiveSupport
 from core.status import payload_v1, topics as status_topics
 from core.status.application_metadata import archive_link_envelopes
@@ -23,9 +23,7 @@ from core.storage import waku_messages
 from core.storage.archive_state import ArchiveStateDB
 
 log = logging.getLogger(__name__)
-RETENTION_SECONDS = 30 * 24 * 3600
 CATCH_UP_LIMIT = 30 * 24 * 3600
-GRACE_SECONDS = 3600          # a window is built only once it closed this long ago: late messages still make it in
 BUILD_RETRY_SECONDS = 600     # after a failed scheduled build (e.g. disk full)
 RETENTION_RETRY_SECONDS = 3600   # after retention refused to delete anything (index cannot be read or checked)
 EARLIEST = -(1 << 62)

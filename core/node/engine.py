@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 class Engine:
     def __init__(self, root: Path | str, *, clock=None, transport=None, torrents=None, hydrator=None,
                  settle: float = 20.0, tick_seconds: float = 1.0, peers: tuple = (), history=None,
-                 builder=None, grace: int | None = None, monotonic: Callable[[], float] = time.monotonic):
+                 builder=None, grace: int | None = None, retention: int | None = None,
+                 monotonic: Callable[[], float] = time.monotonic):
         self.paths = NodePaths(Path(root)).ensure()
         self.clock = clock or SystemClock()
         self.bus = E.EventBus()
@@ -43,6 +44,7 @@ class Engine:
         self.history_db = history            # core.storage.member_history.MemberHistory (members)
         self.builder = builder               # None: the single-process reference build; see runner.spark_builder
         self.grace = grace                   # None: ControlNode's default (1 hour)
+        self.retention = retention           # None: ControlNode's default (30 days)
         self.settle, self.tick_seconds, self.peers = settle, tick_seconds, tuple(peers)
         self.nodes: dict[str, ControlNode | MemberNode] = {}
         self._queues: dict[str, ThreadPoolExecutor] = {}
@@ -60,6 +62,7 @@ class Engine:
             node: ControlNode | MemberNode = ControlNode(
                 cfg, self.paths, self.state, self.bus, self.clock, seeder=self.torrents, announcer=self._announce,
                 store_query=self._store_query, group_keys=self.group_keys, grace=self.grace,
+                **({"retention": self.retention} if self.retention is not None else {}),
                 **({"builder": self.builder} if self.builder is not None else {}))
         else:
             fetcher = self.torrents
@@ -205,6 +208,22 @@ class Engine:
         if not isinstance(node, ControlNode):
             raise ValueError("only a control node builds archives")
         return self.submit(cid, node.archive_now)
+
+    def set_schedule(self, *, grace: int | None = None, retention: int | None = None) -> list[Future]:
+        """A new grace period and/or retention (seconds) for every control community, from its next tick on (the
+        window's Settings apply them without a restart). Each is set on the community's own queue."""
+        def apply(node) -> None:
+            if grace is not None:
+                node.grace = int(grace)
+            if retention is not None:
+                node.retention = int(retention)
+        with self._lock:
+            if grace is not None:
+                self.grace = int(grace)
+            if retention is not None:
+                self.retention = int(retention)
+            controls = [(cid, n) for cid, n in self.nodes.items() if isinstance(n, ControlNode)]
+        return [self.submit(cid, apply, n) for cid, n in controls]
 
     def set_download_policy(self, cid: str, policy: str | DownloadPolicy, start: int | None = None,
                             end: int | None = None) -> Future:

@@ -57,11 +57,19 @@ def waku_node_config(s: NodeSettings, store=None):
                       rate_exempt_ips=tuple(s.waku_rate_exempt_ips))
 
 
-def spark_builder(master: str, secret_file: str | None = None, encrypt: bool = False):
+def spark_settings(s: NodeSettings):
+    """The [spark] settings as the pipeline's SparkSettings (master, driver network, secret, encryption)."""
+    from core.pipeline.session import SparkSettings
+    return SparkSettings(master=s.spark_master, secret_file=s.spark_secret_file, encrypt=s.spark_encrypt,
+                         driver_host=s.spark_driver_host, driver_bind=s.spark_driver_bind,
+                         driver_port=s.spark_driver_port or None, block_manager_port=s.spark_block_manager_port or None)
+
+
+def spark_builder(settings):
     """A ControlNode builder that runs the build job on the process's SparkSession (byte-identical output)."""
     from core.pipeline.build import submit_build
-    from core.pipeline.session import SparkSettings, default_owner
-    owner = default_owner(SparkSettings(master=master, secret_file=secret_file, encrypt=encrypt))
+    from core.pipeline.session import default_owner
+    owner = default_owner(settings)
     return lambda *args, **kw: submit_build(owner, *args, **kw).result()
 
 
@@ -90,8 +98,8 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True) -> Runn
     history = MemberHistory(s.data_dir / "history.sqlite")
     engine = Engine(s.data_dir, clock=clock, transport=transport, torrents=torrents, settle=s.settle_seconds,
                     tick_seconds=s.tick_seconds, peers=tuple(s.torrent_peers), history=history, grace=s.grace_period,
-                    builder=spark_builder(s.spark_master, s.spark_secret_file, s.spark_encrypt)
-                    if s.spark_build else None)
+                    retention=s.retention_period,
+                    builder=spark_builder(spark_settings(s)) if s.spark_build else None)
     engine.hydrator = reference_hydrator(history, unwrap=engine.unwrap)
     node = RunningNode(s, engine, torrents, waku, history)
     if communities:

@@ -1,20 +1,24 @@
 """The node's settings in the Settings dialog: each value read from the node's TOML config (the file
 `archivist node --config` reads; core.node.config), shown with when a change applies, and written back with
-core.node.config.save. The node reads them when it starts, so a change applies after a restart, which the dialog
-offers (`restart_node`)."""
+core.node.config.save. Grace period and retention reach the running engine at once (`Engine.set_schedule`); the
+node reads the rest when it starts, so those apply after a restart, which the dialog offers (`restart_node`)."""
 from __future__ import annotations
 
 import dataclasses
 import re
 from pathlib import Path
 
-from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QSpinBox,
-                               QWidget)
+from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
+                               QSpinBox, QVBoxLayout, QWidget)
 
 from core.node.config import ConfigError, NodeSettings, load, save
+from gui.views.spark_settings import SparkBox
 
 AFTER_RESTART = "applies after a restart"
 NOW = "applies now"
+LIVE = ("grace_period", "retention_period")          # what Engine.set_schedule changes in a running node
+DAY = 24 * 3600
+POLICIES = (("all", "All history"), ("latest", "Only the latest week"))
 _NAME_COMMENT = re.compile(r'^\s*"([^"]+)",\s*#\s*(.+)$')
 
 
@@ -52,35 +56,67 @@ class NodeSettingsForm(QGroupBox):
         self.waku_peers.setFixedHeight(60)
         self.nwaku = QLineEdit(s.waku_rest_url if s.waku_backend == "nwaku-rest" else "")
         self.nwaku.setPlaceholderText("empty: the embedded Waku node; e.g. http://127.0.0.1:8645")
-        self.spark = QLineEdit(s.spark_master)
+        self.torrent_peers = QPlainTextEdit("\n".join(f"{h}:{p}" for h, p in s.torrent_peers))
+        self.torrent_peers.setPlaceholderText("HOST:PORT of known seeders, one per line (optional)")
+        self.torrent_peers.setFixedHeight(48)
         self.grace = QSpinBox()
         self.grace.setRange(0, 7 * 24 * 60)
         self.grace.setSuffix(" min")
         self.grace.setValue(s.grace_period // 60)
+        self.retention = QSpinBox()
+        self.retention.setRange(0, 100 * 365)
+        self.retention.setSuffix(" days")
+        self.retention.setSpecialValueText("as soon as archived")
+        self.retention.setValue(s.retention_period // DAY)
+        self.retention.setToolTip("Messages older than this leave the owner's message database once an archive "
+                                  "that holds them has been verified; the archives keep them.")
+        self.policy = QComboBox()
+        for value, text in POLICIES:
+            self.policy.addItem(text, value)
+        self.policy.setCurrentIndex(max(0, self.policy.findData(s.default_policy)))
+        self.policy.setToolTip("What a member community downloads when the config names no policy for it, and the "
+                               "first choice when joining one.")
         self.applies: dict[str, QLabel] = {}
-        form = QFormLayout(self)
+        form = QFormLayout()
         for key, label, w in (("data_dir", "Data folder:", self.data_dir),
                               ("torrent_port", "BitTorrent port:", self.torrent_port),
+                              ("torrent_peers", "BitTorrent peers:", self.torrent_peers),
                               ("waku_port", "Waku port:", self.waku_port),
                               ("waku_peers", "Waku peers:", self.waku_peers),
                               ("nwaku", "nwaku REST URL:", self.nwaku),
-                              ("spark_master", "Spark master:", self.spark),
-                              ("grace_period", "Grace period (owner):", self.grace)):
-            note = QLabel(AFTER_RESTART)
-            note.setObjectName("applies")
-            self.applies[key] = note
+                              ("grace_period", "Grace period (owner):", self.grace),
+                              ("retention_period", "Keep messages (owner):", self.retention),
+                              ("default_policy", "Members download by default:", self.policy)):
+            self.applies[key] = note = self._note(NOW if key in LIVE else AFTER_RESTART)
             row = QHBoxLayout()
             row.addWidget(w, 1)
             row.addWidget(note)
             form.addRow(label, row)
+        self.spark = SparkBox(s, lambda: self._note(AFTER_RESTART))
+        self.applies.update(self.spark.applies)
         self.error = QLabel("")
         self.error.setObjectName("settingsError")
         self.error.setWordWrap(True)
         self.error.setVisible(False)
-        form.addRow(self.error)
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.spark)
+        lay.addWidget(self.error)
+
+    @staticmethod
+    def _note(text: str) -> QLabel:
+        note = QLabel(text)
+        note.setObjectName("applies")
+        return note
+
+    @staticmethod
+    def _kept(box: QSpinBox, seconds: int, unit: int) -> int:
+        """The box's value in seconds; an untouched box keeps the file's exact value (not rounded to the unit)."""
+        return seconds if box.value() == seconds // unit else box.value() * unit
 
     def settings(self) -> NodeSettings:
-        """The form's values over the loaded settings (communities and the rest unchanged)."""
+        """The form's values over the loaded settings (communities and the rest unchanged). Raises ConfigError
+        for a BitTorrent peer that is not HOST:PORT."""
         host = self.loaded.torrent_listen.rpartition(":")[0] or "0.0.0.0"
         url = self.nwaku.text().strip()
         backend = "nwaku-rest" if url else ("embedded" if self.loaded.waku_backend == "nwaku-rest"
@@ -91,17 +127,41 @@ class NodeSettingsForm(QGroupBox):
             torrent_listen=f"{host}:{self.torrent_port.value()}", waku_port=self.waku_port.value(),
             waku_peers=[p.strip() for p in self.waku_peers.toPlainText().splitlines() if p.strip()],
             waku_backend=backend, waku_rest_url=url or self.loaded.waku_rest_url,
-            spark_master=self.spark.text().strip() or self.loaded.spark_master,
-            grace_period=self.grace.value() * 60)
+            torrent_peers=self._peers(), grace_period=self._kept(self.grace, self.loaded.grace_period, 60),
+            retention_period=self._kept(self.retention, self.loaded.retention_period, DAY),
+            default_policy=self.policy.currentData(), **self.spark.values(self.loaded))
+
+    def _peers(self) -> list[tuple[str, int]]:
+        out = []
+        for line in self.torrent_peers.toPlainText().splitlines():
+            host, _, port = line.strip().rpartition(":")
+            if not line.strip():
+                continue
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ConfigError(f"BitTorrent peer {line.strip()!r} is not HOST:PORT")
+            out.append((host.strip("[]"), int(port)))
+        return out
 
     def changed(self) -> bool:
-        return self.settings() != self.loaded
+        try:
+            return self.settings() != self.loaded
+        except ConfigError:
+            return True               # save() says why
+
+    def needs_restart(self, old: NodeSettings) -> bool:
+        """Whether the saved settings differ from `old` (what the running node started with) in more than what
+        applies now."""
+        same = {k: getattr(old, k) for k in (*LIVE, "communities")}   # the form never edits communities
+        return dataclasses.replace(self.loaded, **same) != old
 
     def save(self) -> bool:
         """Write the TOML (atomically, checked to read back equal); False with the reason shown when it cannot."""
         if not self.changed():
             return True
         try:
+            why = self.spark.check()
+            if why:
+                raise ConfigError(why)
             save(self.settings(), self.path, channel_names_in(self.path), overwrite=True)
             self.loaded = load(self.path)
         except (ConfigError, OSError) as e:
@@ -112,6 +172,18 @@ class NodeSettingsForm(QGroupBox):
         return True
 
 
+def apply_now(running, new: NodeSettings) -> dict:
+    """Hand the running node what applies without a restart (grace period, retention); returns what changed.
+    `running.settings` follows, so a later comparison sees what the node now uses."""
+    old = running.settings
+    changes = {k: getattr(new, k) for k in LIVE if getattr(new, k) != getattr(old, k)}
+    if changes:
+        running.engine.set_schedule(grace=changes.get("grace_period"), retention=changes.get("retention_period"))
+        for k, v in changes.items():
+            setattr(old, k, v)
+    return changes
+
+
 def restart_node(window, config: Path) -> None:
     """Stop the window's node (on a worker thread) and start it again from `config` (gui.app's start)."""
     from gui.app import start_node_in_background
@@ -120,6 +192,20 @@ def restart_node(window, config: Path) -> None:
         window.adapter.close()
         window.adapter = None
     window.log.add("archivist.nodeRestarting", None, {"config": str(config)})
-    window.ops.run(lambda ctx: node.stop() if node is not None else None, label="stop node",
+
+    def stop(_ctx) -> None:
+        if node is not None:
+            node.stop()
+        owner = window.spark_owner         # the process's one Spark session: new [spark] settings need a new one
+        if owner is not None:
+            from core.node.runner import spark_settings
+            try:
+                wanted = spark_settings(load(config))
+            except ConfigError:
+                return                     # the node's start says what is wrong with the file
+            if wanted != owner.settings:
+                owner.close(60)
+                window.spark_owner = None
+    window.ops.run(stop, label="stop node",
                    on_done=lambda _r: start_node_in_background(window, config),
                    on_error=lambda e: window.statusBar().showMessage(f"The node did not stop: {e}", 30_000))

@@ -18,6 +18,7 @@ from core.archive.constants import DEFAULT_TRACKERS
 DEFAULTS = {
     "data_dir": "",
     "torrent_port": 0,          # 0: any free port (a fixed port blocked a second Status instance, #7328)
+    "torrent_peers": "",        # HOST:PORT of known seeders, one a line
     "waku_port": 0,
     "waku_peers": "",
     "nwaku_rest_url": "",
@@ -69,6 +70,9 @@ class SettingsDialog(QDialog):
             s.setRange(0, 65535)
             s.setSpecialValueText("any free port")
             s.setValue(val)
+        self.torrent_peers = QPlainTextEdit(v["torrent_peers"])
+        self.torrent_peers.setPlaceholderText("HOST:PORT of known seeders, one per line (optional)")
+        self.torrent_peers.setFixedHeight(48)
         self.waku_peers = QPlainTextEdit(v["waku_peers"])
         self.waku_peers.setPlaceholderText("one multiaddr per line (/ip4/…/tcp/…/p2p/…)")
         self.waku_peers.setFixedHeight(60)
@@ -102,6 +106,7 @@ class SettingsDialog(QDialog):
         if self.node is None:             # before the first run: the values the welcome screen starts from
             form.addRow("Data directory:", drow)
             form.addRow("BitTorrent port:", self.torrent_port)
+            form.addRow("BitTorrent peers:", self.torrent_peers)
             form.addRow("Waku port:", self.waku_port)
             form.addRow("Waku peers:", self.waku_peers)
             form.addRow("nwaku REST URL:", self.nwaku)
@@ -109,7 +114,8 @@ class SettingsDialog(QDialog):
         form.addRow("", self.spark_warmup)
         form.addRow("Codex node REST URL:", self.codex)
         form.addRow("Trackers:", self.trackers)
-        form.addRow("New communities download:", self.policy)
+        if self.node is None:             # with a config: the node's default_policy, in the node's rows
+            form.addRow("New communities download:", self.policy)
         form.addRow("", self.global_support)
         note = QLabel("The Codex URL and the archive-support switch apply now; the Spark warm-up and trackers at "
                       "the next start." + ("" if self.node else " Ports, peers and Spark apply at the next start."))
@@ -145,6 +151,7 @@ class SettingsDialog(QDialog):
 
     def values(self) -> dict:
         return {"data_dir": self.data_dir.text().strip(), "torrent_port": self.torrent_port.value(),
+                "torrent_peers": self.torrent_peers.toPlainText().strip(),
                 "waku_port": self.waku_port.value(), "waku_peers": self.waku_peers.toPlainText().strip(),
                 "nwaku_rest_url": self.nwaku.text().strip(), "spark_master": self.spark.text().strip(),
                 "codex_api_url": self.codex.text().strip(), "spark_warmup": self.spark_warmup.isChecked(),
@@ -152,8 +159,9 @@ class SettingsDialog(QDialog):
                 "global_archive_support": self.global_support.isChecked()}
 
     def accept(self) -> None:
-        """Save: QSettings, and the node's TOML. When the running node must restart to use the change, the dialog
-        stays open with "Restart node" (Close keeps the old node running until the next start)."""
+        """Save: QSettings, and the node's TOML. What applies now goes to the running engine; when the running
+        node must restart to use the rest, the dialog stays open with "Restart node" (Close keeps the old node
+        running until the next start)."""
         node_changed = self.node is not None and self.node.changed()
         if self.node is not None and not self.node.save():
             return
@@ -162,11 +170,17 @@ class SettingsDialog(QDialog):
             n = self.node.loaded
             values.update(torrent_port=int(n.torrent_listen.rpartition(":")[2] or 0), waku_port=n.waku_port,
                           waku_peers="\n".join(n.waku_peers), spark_master=n.spark_master,
-                          nwaku_rest_url=n.waku_rest_url if n.waku_backend == "nwaku-rest" else "")
+                          nwaku_rest_url=n.waku_rest_url if n.waku_backend == "nwaku-rest" else "",
+                          torrent_peers="\n".join(f"{h}:{p}" for h, p in n.torrent_peers),
+                          default_policy=n.default_policy)
             values.pop("data_dir")         # the data directory in QSettings says where the TOML is: unchanged
         save(self.settings, values)
         self.saved = True
-        if node_changed and getattr(self.window_, "running_node", None) is not None:
+        running = getattr(self.window_, "running_node", None)
+        if node_changed and running is not None:
+            from gui.views.node_settings import apply_now
+            apply_now(running, self.node.loaded)
+        if node_changed and running is not None and self.node.needs_restart(running.settings):
             self.restart_note.setText(f"Saved to {self.config.name}. The node uses the new settings after a "
                                       "restart.")
             self.restart_btn.setVisible(True)

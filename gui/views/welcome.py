@@ -104,7 +104,8 @@ class WelcomeWindow(QWidget):
         return dict(torrent_port=int(v["torrent_port"]), waku_port=int(v["waku_port"]),
                     loopback=page.place.loopback.isChecked(),
                     waku_peers=[p.strip() for p in str(v["waku_peers"]).splitlines() if p.strip()],
-                    nwaku_rest_url=str(v["nwaku_rest_url"]).strip())
+                    nwaku_rest_url=str(v["nwaku_rest_url"]).strip(),
+                    torrent_peers=str(v["torrent_peers"]).splitlines(), default_policy=str(v["default_policy"]))
 
     def _finish(self, page: FormPage, settings, path: Path, names: dict) -> None:
         from core.node.config import ConfigError, save

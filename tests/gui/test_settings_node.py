@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDialogButtonBox
 
 from core.node.config import first_run_settings, load, save
-from gui.views.node_settings import AFTER_RESTART
+from gui.views.node_settings import AFTER_RESTART, LIVE, NOW
 from gui.views.settings import SettingsDialog
 
 from core.status.identity import CommunityIdentity
@@ -26,22 +26,32 @@ def test_change_save_reopen_shows_the_toml_value(qtbot, settings, tmp_path):
     qtbot.addWidget(dlg)
     f = dlg.node
     assert f is not None and f.data_dir.text() == str(tmp_path / "data") and f.waku_port.value() == 0
-    assert f.grace.value() == 60 and f.spark.text() == "local[*]" and f.nwaku.text() == ""
-    assert all(n.text() == AFTER_RESTART for n in f.applies.values()) and len(f.applies) == 7
+    assert f.grace.value() == 60 and f.spark.master.text() == "local[*]" and f.nwaku.text() == ""
+    assert f.retention.value() == 30 and f.policy.currentData() == "all"
+    assert {k for k, n in f.applies.items() if n.text() == NOW} == set(LIVE)
+    assert all(n.text() == AFTER_RESTART for k, n in f.applies.items() if k not in LIVE) and len(f.applies) == 16
     f.waku_port.setValue(60123)
     f.grace.setValue(90)
+    f.retention.setValue(45)
+    f.policy.setCurrentIndex(f.policy.findData("latest"))
+    f.torrent_peers.setPlainText("127.0.0.1:6881\n")
     f.waku_peers.setPlainText("/ip4/127.0.0.1/tcp/60000/p2p/16Uiu2HAmPLe7Mzm8TsYUubgCAW1aJoeFScxrLj8ppHFivPo97bUZ")
     f.nwaku.setText("http://127.0.0.1:8645")
     dlg.buttons.button(QDialogButtonBox.StandardButton.Save).click()
     assert dlg.result() == SettingsDialog.DialogCode.Accepted     # no running node: nothing to restart
     s = load(path)
     assert (s.waku_port, s.grace_period, s.waku_backend) == (60123, 5400, "nwaku-rest")
+    assert (s.retention_period, s.default_policy, s.torrent_peers) == (45 * 86400, "latest", [("127.0.0.1", 6881)])
+    assert "retention_period = 3888000" in path.read_text() and 'default_policy = "latest"' in path.read_text()
+    assert settings.value("engine/default_policy") == "latest"        # the join page's first choice follows
     assert s.waku_peers[0].startswith("/ip4/127.0.0.1/tcp/60000/")
     assert s.communities[0].community_id == CID and s.communities[0].policy == "all"
     assert "# general" in path.read_text()                      # the channel name comment survives
     again = SettingsDialog(settings, config=path)
     qtbot.addWidget(again)
-    assert (again.node.waku_port.value(), again.node.grace.value()) == (60123, 90)
+    assert (again.node.waku_port.value(), again.node.grace.value(), again.node.retention.value()) == (60123, 90, 45)
+    assert again.node.policy.currentData() == "latest"
+    assert again.node.torrent_peers.toPlainText() == "127.0.0.1:6881"
     assert again.node.nwaku.text() == "http://127.0.0.1:8645" and not again.restart_btn.isVisible()
 
 
@@ -64,13 +74,15 @@ def test_restart_node_uses_the_new_config(qtbot, window, tmp_path):
     qtbot.waitUntil(lambda: bool(window.adapter.snapshot), timeout=30_000)
     dlg = SettingsDialog(window.settings, window, config=path)
     qtbot.addWidget(dlg)
-    dlg.node.grace.setValue(120)
+    dlg.node.torrent_peers.setPlainText("127.0.0.1:6881")
     dlg.buttons.button(QDialogButtonBox.StandardButton.Save).click()
     assert dlg.restart_btn.isVisibleTo(dlg) and "after a restart" in dlg.restart_note.text()
-    assert load(path).grace_period == 7200 and window.running_node is first   # saved, not yet restarted
+    assert load(path).torrent_peers == [("127.0.0.1", 6881)] and window.running_node is first   # not yet restarted
+    assert first.engine.peers == ()
     dlg.restart_btn.click()
     qtbot.waitUntil(lambda: window.running_node is not None and window.running_node is not first
                     and window.adapter is not None, timeout=60_000)
-    assert window.running_node.settings.grace_period == 7200
+    assert window.running_node.settings.torrent_peers == [("127.0.0.1", 6881)]
+    assert window.running_node.engine.peers == (("127.0.0.1", 6881),)             # what the member fetches from
     qtbot.waitUntil(lambda: bool(window.adapter.snapshot) and window.adapter.snapshot[0].community_id == CID,
                     timeout=30_000)

@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "core.node.cli",
     "core.node.import_cli",
     "core.pipeline.cli",
+    "core.pipeline.export_cli",  # export (Parquet / JSON lines on Spark)
     "core.waku.cli",
     "core.appcli",
 ]

@@ -12,6 +12,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from core.archive.cli import _community_id, add_build_arguments
 from core.archive.errors import ArchiveError
+from core.pipeline.session import EXECUTOR_TIMEOUT_S as DEFAULT_EXECUTOR_TIMEOUT
 
 
 def _owner(a, command: str):
@@ -20,7 +21,7 @@ def _owner(a, command: str):
     from core.pipeline.session import SparkOwner, SparkSettings
     s = SparkSettings(master=a.master, driver_host=a.driver_host, driver_bind=a.driver_bind,
                       driver_port=a.driver_port, block_manager_port=a.block_manager_port,
-                      executor_python=a.executor_python, worker_timeout=a.worker_timeout,
+                      executor_python=a.executor_python, executor_timeout=a.executor_timeout,
                       secret_file=a.spark_secret_file, encrypt=a.spark_encrypt)
     s.secret_conf()
     warning = s.security_warning()
@@ -45,8 +46,10 @@ def add_spark_arguments(p) -> None:
     p.add_argument("--driver-port", type=int, help="fixed driver RPC port (default: any free port)")
     p.add_argument("--block-manager-port", type=int, help="fixed driver block manager port (default: any free port)")
     p.add_argument("--executor-python", help="Python the executors run (default: python3 on each worker's PATH)")
-    p.add_argument("--worker-timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="fail when no Spark executor has been available this long (cluster mode; default 60)")
+    p.add_argument("--executor-timeout", "--worker-timeout", dest="executor_timeout", type=float,
+                   default=DEFAULT_EXECUTOR_TIMEOUT, metavar="SECONDS",
+                   help="fail a job (exit 1, nothing written) when no Spark executor has been registered this long: "
+                   f"no worker, or every worker lost (cluster mode; default {DEFAULT_EXECUTOR_TIMEOUT:g})")
     add_security_arguments(p)
     p.add_argument("--progress", action="store_true", help="show the fraction of Spark tasks done on stderr")
 

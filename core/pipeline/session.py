@@ -10,7 +10,7 @@ UTC, few shuffle partitions, driver memory and direct-memory cap fixed before th
 advertises the local address that routes to the master (`driver_network`), executors run their own `python3` (or
 `SparkSettings.executor_python`) and receive the project's code as a zip (`project_zip`); nothing driver-local
 (paths into the checkout, this interpreter, the log4j file) is handed to them. A watchdog fails a job whose
-application has had no executor for `worker_timeout` seconds (`JobFailed`) instead of waiting forever.
+application has had no executor for `executor_timeout` seconds (`JobFailed`) instead of waiting forever.
 Runtime files live in a private folder, and the cluster's secret never reaches a command line (security.py).
 """
 from __future__ import annotations
@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.pipeline import security
+
+EXECUTOR_TIMEOUT_S = 120.0    # default of --executor-timeout and [spark] executor_timeout
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +120,23 @@ def driver_network(master: str, *, host: str | None = None, bind: str | None = N
 
 
 def _project_files(root: Path = PROJECT_ROOT) -> list[Path]:
-    return sorted(p for p in (root / "core").rglob("*.py") if "__pycache__" not in p.parts)
+    """`core/**/*.py` plus core's package data as pyproject.toml declares it (the alias word lists)."""
+    files = {p for p in (root / "core").rglob("*.py") if "__pycache__" not in p.parts}
+    try:
+        import tomllib
+        with open(root / "pyproject.toml", "rb") as f:
+            data = tomllib.load(f).get("tool", {}).get("setuptools", {}).get("package-data", {})
+    except (OSError, ValueError):
+        data = {}
+    for package, patterns in data.items():
+        if package == "core" or package.startswith("core."):
+            for pattern in patterns:
+                files.update(p for p in (root / package.replace(".", "/")).glob(pattern) if p.is_file())
+    return sorted(files)
 
 
 def project_zip(cache_dir: Path | str | None = None, root: Path = PROJECT_ROOT) -> Path:
-    """The project's Python code (`core/**/*.py`) as a zip for the executors' sys.path (`addPyFile`).
+    """The project's Python code (`core/**/*.py` and its package data) as a zip for the executors' sys.path (`addPyFile`).
 
     Built once per version: the name carries a digest of every file's path and bytes, so an unchanged checkout
     reuses the cached zip and any edit makes a new one. Deterministic bytes (sorted, fixed timestamps); written to
@@ -172,7 +186,7 @@ class SparkSettings:
     driver_port: int | None = None            # fixed ports for firewalls / NAT (default: any free port)
     block_manager_port: int | None = None
     executor_python: str | None = None        # cluster mode: the executors' interpreter (default: their python3)
-    worker_timeout: float = 60.0              # cluster mode: fail a job after this long without any executor
+    executor_timeout: float = EXECUTOR_TIMEOUT_S  # cluster mode: fail a job after this long without any executor
     pyfiles_cache: str | None = None          # where project_zip() keeps its zips (default: ~/.cache/archivist)
     secret_file: str | None = None            # cluster's shared secret (spark.authenticate), a 0600 file
     encrypt: bool = False                     # spark.network.crypto.enabled (needs secret_file)
@@ -368,7 +382,7 @@ class SparkOwner:
 
     def _watch_workers(self, job: SparkJob, spark, stop: threading.Event, interval: float = 1.0) -> None:
         """Cluster mode: while the job runs, fail it once the application has had no executor for
-        `worker_timeout` s (every worker dead or none started; Spark itself would wait forever at 0 %)."""
+        `executor_timeout` s (every worker dead or none started; Spark itself would wait forever at 0 %)."""
         sc = spark.sparkContext
         since = time.monotonic()
         while not stop.wait(interval):
@@ -379,7 +393,7 @@ class SparkOwner:
             if executors > 0:
                 since = time.monotonic()
                 continue
-            if time.monotonic() - since >= self.settings.worker_timeout:
+            if time.monotonic() - since >= self.settings.executor_timeout:
                 if job.failure is None:
                     job.failure = JobFailed(no_worker_message(self.settings.master))
                 try:   # again every interval: a Spark job the code submits after this one is cancelled too

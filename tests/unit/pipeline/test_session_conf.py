@@ -106,10 +106,14 @@ def test_project_zip_is_cached_deterministic_and_complete(tmp_path):
     (root / "core" / "sub" / "m.py").write_text("X = 1\n")
     (root / "core" / "sub" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"junk")
     (root / "core" / "notes.txt").write_text("not code")
+    (root / "core" / "sub" / "words_a.txt").write_text("package data")
+    (root / "pyproject.toml").write_text('[tool.setuptools.package-data]\n"core.sub" = ["words_*.txt"]\n'
+                                         'gui = ["*.qss"]\n')
     z1 = project_zip(tmp_path / "cache", root=root)
     assert z1.parent == tmp_path / "cache" and z1.name.startswith("archivist-core-")
     with zipfile.ZipFile(z1) as z:
-        assert sorted(z.namelist()) == ["core/__init__.py", "core/sub/__init__.py", "core/sub/m.py"]
+        assert sorted(z.namelist()) == ["core/__init__.py", "core/sub/__init__.py", "core/sub/m.py",
+                                        "core/sub/words_a.txt"]
     before = z1.read_bytes()
     mtime = z1.stat().st_mtime_ns
     assert project_zip(tmp_path / "cache", root=root) == z1 and z1.stat().st_mtime_ns == mtime  # reused
@@ -125,11 +129,15 @@ def test_real_project_zip_imports(tmp_path):
     with zipfile.ZipFile(z) as f:
         names = set(f.namelist())
     assert {"core/__init__.py", "core/pipeline/encode.py", "core/pipeline/source.py"} <= names
+    assert {"core/status/alias_adjectives.txt", "core/status/alias_animals.txt"} <= names   # export's author names
     import subprocess
-    out = subprocess.run([sys.executable, "-c", "import core.pipeline.encode as m; print(m.__file__)"],
+    code = ("import core.pipeline.encode as m; from core.status.alias import three_word_name as n; print(m.__file__); "
+            "print(n('04eedbaafd6adf4a9233a13e7b1c3c14461fffeba2e9054b8d456ce5f6ebeafadcbf3dce3716253fbc391277fa5a"
+            "086b60b283daf61fb5b1f26895f456c2f31ae3'))")
+    out = subprocess.run([sys.executable, "-c", code],
                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(z)}, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert str(z) in out.stdout
+    assert str(z) in out.stdout and out.stdout.splitlines()[1] == "Darkorange Blue Bubblefish"
 
 
 def test_no_worker_message_is_one_line():
@@ -142,13 +150,15 @@ def test_cli_cluster_flags():
     cid = "0x" + "ab" * 33
     for cmd in (["spark-build", "--db", "x", "--community-id", cid, "--topic", "0x01020304", "--data-dir", "d",
                  "--torrent-dir", "t"],
-                ["spark-hydrate", "--folder", "d", "--community-id", cid, "--db", "m", "--latest", "--key", "aa"]):
+                ["spark-hydrate", "--folder", "d", "--community-id", cid, "--db", "m", "--latest", "--key", "aa"],
+                ["export", "folder", "--out", "o", "--format", "jsonl"]):
         a = make_parser().parse_args(cmd)
         assert (a.master, a.driver_host, a.driver_bind, a.driver_port, a.block_manager_port, a.executor_python,
-                a.worker_timeout) == ("local[*]", None, None, None, None, None, 60.0)
+                a.executor_timeout) == ("local[*]", None, None, None, None, None, 120.0)
         a = make_parser().parse_args(cmd + ["--master", "spark://m:7077", "--driver-host", "203.0.113.9",
                                             "--driver-bind", "0.0.0.0", "--driver-port", "40000",
                                             "--block-manager-port", "40001", "--executor-python", "/usr/bin/python3",
-                                            "--worker-timeout", "5"])
+                                            "--executor-timeout", "5"])
         assert (a.driver_host, a.driver_bind, a.driver_port, a.block_manager_port, a.executor_python,
-                a.worker_timeout) == ("203.0.113.9", "0.0.0.0", 40000, 40001, "/usr/bin/python3", 5.0)
+                a.executor_timeout) == ("203.0.113.9", "0.0.0.0", 40000, 40001, "/usr/bin/python3", 5.0)
+        assert make_parser().parse_args(cmd + ["--worker-timeout", "7"]).executor_timeout == 7.0   # the old name

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, CommunityConfig
+from core.pipeline.session import EXECUTOR_TIMEOUT_S
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S
 
 DEFAULT_POLICIES = ("all", "latest")  # a default needs no dates; a range is chosen per community
@@ -40,6 +41,7 @@ class NodeSettings:
     waku_requests_per_ip_s: float = IP_RATE_S    # the same per source address, whatever peer ids it uses
     waku_request_burst_per_ip: int = IP_BURST
     waku_rate_exempt_ips: list[str] = field(default_factory=list)  # addresses without an address budget
+    waku_network: str = "local"                  # local | status: cluster, shards, enrtree (core/waku/networks.py)
     spark_master: str = "local[*]"
     spark_build: bool = True                     # control nodes build on Spark (False: single-process path)
     spark_secret_file: str | None = None         # the cluster's shared secret (spark.authenticate), a 0600 file
@@ -48,6 +50,7 @@ class NodeSettings:
     spark_driver_bind: str | None = None         # the one that routes to the master); where it listens (NAT)
     spark_driver_port: int = 0                   # fixed driver / block manager ports for firewalls (0: any)
     spark_block_manager_port: int = 0
+    spark_executor_timeout: float = EXECUTOR_TIMEOUT_S  # cluster: a job with no executor this long fails (s)
     communities: list[CommunityConfig] = field(default_factory=list)
 
 
@@ -73,6 +76,12 @@ def _port(v, key: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 65535:
         raise ConfigError(f"{key} must be a port number from 0 (any free port) to 65535, not {v!r}")
     return v
+
+
+def _positive(v, key: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+        raise ConfigError(f"{key} must be a number of seconds above 0, not {v!r}")
+    return float(v)
 
 
 def _host(v, key: str) -> str | None:
@@ -123,6 +132,7 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             waku_requests_per_ip_s=float(w.get("requests_per_ip_s", IP_RATE_S)),
             waku_request_burst_per_ip=int(w.get("request_burst_per_ip", IP_BURST)),
             waku_rate_exempt_ips=[str(x) for x in w.get("rate_exempt_ips", [])],
+            waku_network=str(w.get("network", "local")).strip().lower(),
             spark_master=str(doc.get("spark", {}).get("master", "local[*]")),
             spark_build=bool(doc.get("spark", {}).get("build", True)),
             spark_secret_file=rel(doc.get("spark", {}).get("secret_file")),
@@ -131,6 +141,7 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             spark_driver_bind=_host(sp.get("driver_bind", ""), "spark.driver_bind"),
             spark_driver_port=_port(sp.get("driver_port", 0), "spark.driver_port"),
             spark_block_manager_port=_port(sp.get("block_manager_port", 0), "spark.block_manager_port"),
+            spark_executor_timeout=_positive(sp.get("executor_timeout", EXECUTOR_TIMEOUT_S), "spark.executor_timeout"),
         )
         for c in doc.get("community", []):
             role = c.get("role", "member")
@@ -165,13 +176,16 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
         raise ConfigError("spark.encrypt needs spark.secret_file (encryption uses the cluster's shared secret)")
     if s.waku_backend not in ("embedded", "nwaku-rest", "none"):
         raise ConfigError(f"waku.backend must be embedded, nwaku-rest or none, not {s.waku_backend!r}")
+    from core.waku.networks import NETWORKS
+    if s.waku_network not in NETWORKS:
+        raise ConfigError(f"waku.network must be {' or '.join(sorted(NETWORKS))}, not {s.waku_network!r}")
     return s
 
 
 # ---------------------------------------------------------------- writing (first run: the window writes the file
 # that `archivist node --config` reads, so a headless node and the window share one file)
 
-_CHAT_ID = re.compile(r"^(0x[0-9a-f]{66})([0-9a-f]{8}-[0-9a-f]{4}-[0-5][0-9a-f]{3}-[089ab][0-9a-f]{3}-[0-9a-f]{12})$")
+_CHAT_ID = re.compile(r"^(0x[0-9a-f]{66})([0-9a-f]{8}-[0-9a-f]{4}-[0-5][0-9a-f]{3}-[089ab][0-9a-f]{3}-[0-9a-f]{12})\Z")
 HEADER = ("# Archivist node configuration (format: docs/NODE.md). Read by `archivist node --config FILE` and by the\n"
           "# window (`archivist gui`); paths are relative to this file.\n")
 
@@ -218,7 +232,8 @@ def dump(s: NodeSettings, base: Path, channel_names: dict[str, str] | None = Non
     if s.torrent_peers:
         lines.append(f"peers = {_toml([f'{h}:{p}' for h, p in s.torrent_peers])}")
     lines += ["", "[waku]", f"backend = {_toml(s.waku_backend)}"]
-    for key, attr in (("host", "waku_host"), ("port", "waku_port"), ("peers", "waku_peers"),
+    for key, attr in (("network", "waku_network"),
+                      ("host", "waku_host"), ("port", "waku_port"), ("peers", "waku_peers"),
                       ("rest_url", "waku_rest_url"), ("max_message_size", "waku_max_message_size"),
                       ("max_future_s", "waku_max_future_s"), ("read_timeout_s", "waku_read_timeout_s"),
                       ("requests_per_s", "waku_requests_per_s"), ("request_burst", "waku_request_burst"),
@@ -228,15 +243,15 @@ def dump(s: NodeSettings, base: Path, channel_names: dict[str, str] | None = Non
         if getattr(s, attr) != getattr(d, attr):
             lines.append(f"{key} = {_toml(getattr(s, attr))}")
     spark = ("spark_master", "spark_build", "spark_secret_file", "spark_encrypt", "spark_driver_host",
-             "spark_driver_bind", "spark_driver_port", "spark_block_manager_port")
+             "spark_driver_bind", "spark_driver_port", "spark_block_manager_port", "spark_executor_timeout")
     if any(getattr(s, a) != getattr(d, a) for a in spark):
         lines += ["", "[spark]", f"master = {_toml(s.spark_master)}", f"build = {_toml(s.spark_build)}"]
         if s.spark_secret_file:
             lines.append(f"secret_file = {_toml(_path(s.spark_secret_file, base))}")
         if s.spark_encrypt:
             lines.append("encrypt = true")
-        for key in ("driver_host", "driver_bind", "driver_port", "block_manager_port"):
-            if getattr(s, "spark_" + key):
+        for key in ("driver_host", "driver_bind", "driver_port", "block_manager_port", "executor_timeout"):
+            if getattr(s, "spark_" + key) and getattr(s, "spark_" + key) != getattr(d, "spark_" + key):
                 lines.append(f"{key} = {_toml(getattr(s, 'spark_' + key))}")
     for c in s.communities:
         lines += ["", "[[community]]", f"id = {_toml(c.community_id)}", f"name = {_toml(c.name)}",

@@ -48,8 +48,12 @@ def _waku_backend(s: NodeSettings):
 
 def waku_node_config(s: NodeSettings, store=None):
     """The embedded node's NodeConfig from the [waku] settings."""
+    from core.waku.networks import resolve
     from core.waku.node import NodeConfig
+    net = resolve(s.waku_network, max_message_size=s.waku_max_message_size)  # the preset; explicit keys win
     return NodeConfig(host=s.waku_host, tcp_port=s.waku_port, store=store, key_path=s.data_dir / "waku-node.key",
+                      cluster_id=net.cluster_id, shards=net.shards, pubsub_topics=net.pubsub_topics,
+                      enrtree_url=net.enrtree_url, peer_store_path=s.data_dir / "waku-peers.sqlite",
                       max_message_size=s.waku_max_message_size, max_future_s=s.waku_max_future_s,
                       read_timeout_s=s.waku_read_timeout_s, requests_per_s=s.waku_requests_per_s,
                       request_burst=s.waku_request_burst, requests_per_ip_s=s.waku_requests_per_ip_s,
@@ -58,11 +62,13 @@ def waku_node_config(s: NodeSettings, store=None):
 
 
 def spark_settings(s: NodeSettings):
-    """The [spark] settings as the pipeline's SparkSettings (master, driver network, secret, encryption)."""
+    """The [spark] settings as the pipeline's SparkSettings (master, driver network, secret, encryption, executor
+    timeout)."""
     from core.pipeline.session import SparkSettings
     return SparkSettings(master=s.spark_master, secret_file=s.spark_secret_file, encrypt=s.spark_encrypt,
                          driver_host=s.spark_driver_host, driver_bind=s.spark_driver_bind,
-                         driver_port=s.spark_driver_port or None, block_manager_port=s.spark_block_manager_port or None)
+                         driver_port=s.spark_driver_port or None, block_manager_port=s.spark_block_manager_port or None,
+                         executor_timeout=s.spark_executor_timeout)
 
 
 def spark_builder(settings):

@@ -13,17 +13,23 @@ from pathlib import Path
 def cmd_wakunode(a) -> int:
     from core.waku.connection_limits import ConnectionLimits
     from core.waku.embedded import EmbeddedWakuBackend
-    from core.waku.message import DEFAULT_MAX_MESSAGE_SIZE
+    from core.waku.networks import UnknownNetwork, resolve
     from core.waku.node import NodeConfig
     from core.waku.store_db import DAY_NS, MessageStore
 
     store = None
     if not a.no_store:
         store = MessageStore(a.store or ":memory:", retention_ns=int(a.retention_days * DAY_NS))
+    try:
+        net = resolve(a.network, cluster_id=a.cluster, shards=a.shard, pubsub_topics=a.pubsub_topic,
+                      enrtree_url="" if a.no_discovery else a.enrtree, max_message_size=a.max_message_size)
+    except UnknownNetwork as e:
+        print(json.dumps({"error": str(e)}), file=sys.stderr)
+        return 2
     cfg = NodeConfig(host=a.host, tcp_port=a.tcp_port, ws_port=None if a.no_ws else a.ws_port,
-                     cluster_id=a.cluster, shards=tuple(a.shard or [32]), key_path=a.key, store=store,
-                     pubsub_topics=tuple(a.pubsub_topic) or None,
-                     max_message_size=a.max_message_size or DEFAULT_MAX_MESSAGE_SIZE,
+                     cluster_id=net.cluster_id, shards=net.shards, key_path=a.key, store=store,
+                     pubsub_topics=net.pubsub_topics, enrtree_url=net.enrtree_url, peer_store_path=a.peer_store,
+                     max_message_size=net.max_message_size,
                      max_future_s=a.max_future_s, read_timeout_s=a.read_timeout_s,
                      limits=ConnectionLimits(max_incoming=a.max_incoming, max_incoming_per_ip=a.max_incoming_per_ip,
                                              max_handshakes=a.max_handshakes,
@@ -67,13 +73,21 @@ def cmd_wakunode(a) -> int:
 def register(sub) -> None:
     from core.waku.connection_limits import ConnectionLimits
     from core.waku import ratelimit as r
+    from core.waku.networks import NETWORKS
     p = sub.add_parser("wakunode", help="run a standalone Waku node (relay, store, metadata, lightpush)")
     p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     p.add_argument("--tcp-port", type=int, default=0, help="TCP port (default: any free port)")
     p.add_argument("--ws-port", type=int, default=0, help="WebSocket port (default: any free port)")
     p.add_argument("--no-ws", action="store_true", help="no WebSocket listener")
-    p.add_argument("--cluster", type=int, default=16, help="cluster id (Status: 16)")
+    p.add_argument("--network", choices=sorted(NETWORKS), default=None,
+                   help="preset of cluster, shards and bootstrap tree (default local: cluster 16, shard 32, no "
+                        "discovery; status: the Status fleet, shards 32 64 128 256, its enrtree); options win")
+    p.add_argument("--cluster", type=int, default=None, help="cluster id (Status: 16)")
     p.add_argument("--shard", type=int, action="append", help="static shard to relay (repeatable; default 32)")
+    p.add_argument("--enrtree", help="EIP-1459 enrtree:// URL to discover peers from at start")
+    p.add_argument("--no-discovery", action="store_true", help="no DNS discovery, even with --network status")
+    p.add_argument("--peer-store", type=Path,
+                   help="SQLite file of known peers and their back-off (default: in memory)")
     p.add_argument("--pubsub-topic", action="append", default=[], help="relay this pubsub topic instead")
     p.add_argument("--key", type=Path, help="node key file (created with mode 0600 if missing)")
     p.add_argument("--store", type=Path, help="SQLite store file (default: in memory)")

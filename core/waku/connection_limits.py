@@ -14,7 +14,8 @@ the swarm hooks installed there ask an `InboundGate` before they spend anything 
 - outbound dials have `outbound_reserve` connections on top of `max_incoming` (py-libp2p's `max_connections`
   covers both directions), so strangers cannot use up the room for the peers we choose.
 
-Refusals are counted by reason in `InboundGate.refused`.
+Refusals are counted by reason in `InboundGate.refused`. `InboundGate.wait_until` waits for a condition on the
+books (re-checked whenever they change) instead of polling them.
 """
 from __future__ import annotations
 
@@ -73,11 +74,13 @@ class InboundGate:
         self.handshaking: OrderedDict[Ticket, None] = OrderedDict()
         self.refused: Counter[str] = Counter()  # reason -> count
         self.admitted = 0
+        self._changed = trio.Event()            # set (and replaced) after every change of the books
 
     def open(self, ip: str) -> Ticket | None:
         """A new socket from `ip`: a ticket, or None (close it) when the IP is at its limit."""
         if self.per_ip[ip] >= self.limits.max_incoming_per_ip:
             self.refused["per ip"] += 1
+            self._touch()
             return None
         while len(self.handshaking) >= self.limits.max_handshakes:
             oldest, _ = self.handshaking.popitem(last=False)
@@ -87,11 +90,13 @@ class InboundGate:
         self.per_ip[ip] += 1
         self.handshaking[t] = None
         self.admitted += 1
+        self._touch()
         return t
 
     def established(self, t: Ticket, peer_id) -> bool:
         """The handshake named the peer: False (close it) if it is unprotected and incoming is full."""
         self.handshaking.pop(t, None)
+        self._touch()
         if not self.is_protected(peer_id) and self.count_incoming() >= self.limits.max_incoming:
             self.refused["incoming full"] += 1
             return False
@@ -106,6 +111,18 @@ class InboundGate:
         self.per_ip[t.ip] -= 1
         if self.per_ip[t.ip] <= 0:
             del self.per_ip[t.ip]
+        self._touch()
+
+    def _touch(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_until(self, cond: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Return once `cond()` holds (say, no handshake left), re-checked after every change of the books;
+        trio.TooSlowError after `timeout`."""
+        with trio.fail_after(timeout):
+            while not cond():
+                await self._changed.wait()
 
     def stats(self) -> dict:
         return {"handshaking": len(self.handshaking), "per_ip": dict(self.per_ip), "admitted": self.admitted,

@@ -26,8 +26,8 @@ ROOT_PREFIX = "enrtree-root:v1"
 BRANCH_PREFIX = "enrtree-branch:"
 LINK_PREFIX = "enrtree://"
 MAX_BRANCH_CHILDREN = 13          # go-ethereum: keeps a branch record under ~370 bytes
-_ROOT_RE = re.compile(r"^enrtree-root:v1 e=([A-Z2-7]+) l=([A-Z2-7]+) seq=(\d+) sig=([A-Za-z0-9_-]+)$")
-_HASH_RE = re.compile(r"^[A-Z2-7]{10,32}$")
+_ROOT_RE = re.compile(r"^enrtree-root:v1 e=([A-Z2-7]+) l=([A-Z2-7]+) seq=(\d+) sig=([A-Za-z0-9_-]+)\Z")
+_HASH_RE = re.compile(r"^[A-Z2-7]{10,32}\Z")
 
 Resolver = Callable[[str], Sequence[str]]   # fully qualified name -> its TXT strings (chunks already joined)
 

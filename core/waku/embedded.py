@@ -130,6 +130,31 @@ class EmbeddedWakuBackend:
     def connected_peers(self) -> list[str]:
         return self._sync(self.node.connected_peers)
 
+    # --- discovery and the peer store (core/waku/peer_manager.py) ---
+    def discover_dns(self, url: str, resolver=None, *, dial: bool = True, max_new: int = 10, **bounds) -> list:
+        """Walk an enrtree, remember its records of our cluster (and serve them by peer exchange), and with
+        `dial` connect to up to `max_new` of them. Returns the records (core.waku.enr.Enr). Raises
+        DnsDiscoveryError when the tree's root cannot be read or verified."""
+        recs = self._call(lambda: self.node.peers.discover_dns(url, resolver, **bounds))
+        if dial:
+            self._call(self.node.connect_discovered, recs, max_new, "dns")
+        return recs
+
+    def exchange_peers(self, peer_id: str, num_peers: int = 10, *, dial: bool = True, max_new: int = 10) -> list:
+        """Ask a peer for records (peer exchange), remember them, and with `dial` connect to new ones."""
+        recs = self._peer_call("peer exchange", peer_id, self.node.exchange_peers, peer_id, num_peers)
+        if dial:
+            self._call(self.node.connect_discovered, recs, max_new, "px")
+        return recs
+
+    def maintain_peers(self) -> list[str]:
+        """One peer-maintenance round now (the node runs one every peer_check_interval_s); the peers reached."""
+        return self._call(self.node.peers.maintain)
+
+    def stored_peers(self) -> list:
+        """The peer store's entries (core.waku.peer_store.StoredPeer)."""
+        return self._sync(self.node.peers.store.peers)
+
     def wait_for_relay_peer(self, peer_id: str, pubsub_topic: str | None = None, timeout: float = 10.0) -> None:
         self._call(self.node.wait_for_relay_peer, peer_id, pubsub_topic or self.config.topics()[0], timeout)
 

@@ -15,13 +15,13 @@ import trio
 from libp2p import new_host
 from libp2p.abc import INotifee
 from libp2p.peer.id import ID
-from libp2p.peer.peerinfo import info_from_p2p_addr
 from libp2p.stream_muxer.mplex.mplex import MPLEX_PROTOCOL_ID, Mplex
 from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_PROTOCOL_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service.context import background_trio_service
 
 from core.waku import lightpush, metadata, peer_exchange, store_protocol
+from core.waku.peer_manager import PROTECT_DIALLED, PeerManager  # noqa: F401 - PROTECT_DIALLED re-exported
 from core.waku.identity import load_or_create_identity
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S, RequestLimiter
 from core.waku.connection_limits import ConnectionLimits, InboundGate
@@ -37,8 +37,8 @@ from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD, InvalidTopic,
 
 log = logging.getLogger(__name__)
 PRUNE_INTERVAL_S = 3600
-PROTECT_STATIC = "waku-static"      # tag-store protection of configured peers ...
-PROTECT_DIALLED = "waku-dialled"    # ... and of every peer we dialled: never refused or pruned for limits
+PROTECT_STATIC = "waku-static"      # tag-store protection of configured peers (and PROTECT_DIALLED of every
+                                    # peer we dialled): never refused or pruned for limits
 
 
 @dataclass
@@ -63,21 +63,31 @@ class NodeConfig:
     rate_exempt_ips: tuple[str, ...] = ()   # addresses without an address budget (none by default)
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)  # incoming, per IP, handshakes, streams
     protected_peers: tuple[str, ...] = ()   # peer ids always admitted (besides every peer we dial)
-    clock: Callable[[], int] = field(default=time.time_ns, repr=False)  # Unix ns, for the timestamp checks
+    clock: Callable[[], int] = field(default=time.time_ns, repr=False)  # Unix ns: timestamp checks, back-off
+    peer_store_path: Path | None = None     # known peers and their back-off (SQLite); None = in memory
+    target_peers: int = 8                   # below this many connections, stored peers are dialled ...
+    peer_check_interval_s: float = 30.0     # ... checked this often (peer_manager.PeerManager.maintain)
+    dial_timeout_s: float = 10.0            # one dial attempt of one address
+    enrtree_url: str | None = None          # EIP-1459 tree walked at start (networks.py: --network status)
+    dns_resolver: Callable | None = field(default=None, repr=False)  # name -> TXT strings; None: system DNS
 
     def topics(self) -> tuple[str, ...]:
         return self.pubsub_topics or tuple(static_shard_topic(self.cluster_id, s) for s in self.shards)
 
 
 class _ConnNotifee(INotifee):
+    """The swarm calls these after its books are updated (a connection is listed before `connected` and
+    unlisted before `disconnected`), so a condition on `connected_peers()` re-checked here sees the change."""
+
     def __init__(self, node: "WakuNode"):
         self.node = node
 
     async def connected(self, network, conn) -> None:
         self.node._on_connected(conn.muxed_conn.peer_id)
+        self.node._connections_changed()
 
     async def disconnected(self, network, conn) -> None:
-        pass
+        self.node._connections_changed()
 
     async def opened_stream(self, network, stream) -> None:
         pass
@@ -120,6 +130,7 @@ class WakuNode:
                                 count_incoming=lambda: incoming_unprotected(swarm, swarm.tag_store.is_protected))
         install_connection_limits(swarm, self.gate)
         self._rejected_changed = trio.Event()
+        self._conn_changed = trio.Event()   # set (and replaced) whenever a connection opens or closes
         self.router = WakuGossipSub()
         self.pubsub = WakuPubsub(self.host, self.router, self._on_pubsub)
         h = self.host
@@ -138,33 +149,40 @@ class WakuNode:
         # 34/WAKU2-PEER-EXCHANGE: answers from the records we know (filled by DNS discovery and by peers' records)
         self.px_cache = peer_exchange.EnrCache()
         peer_exchange.serve_on(h, self.px_cache, timeout_s=config.read_timeout_s)
+        self.peers = PeerManager(self)   # the persistent peer store, back-off, discovery -> px_cache
         h.get_network().register_notifee(_ConnNotifee(self))
 
     async def exchange_peers(self, peer_id: str, num_peers: int = 10) -> list:
         """Ask a peer for records of other peers (peer exchange); core.waku.enr.Enr, signatures checked."""
-        return await peer_exchange.request(self.host, ID.from_base58(peer_id), num_peers,
+        recs = await peer_exchange.request(self.host, ID.from_base58(peer_id), num_peers,
                                            timeout_s=self.config.read_timeout_s)
+        self.peers.learn(recs, "px")
+        return recs
 
-    async def connect_discovered(self, records, max_new: int = 10) -> list[str]:
+    async def connect_discovered(self, records, max_new: int = 10, source: str = "px") -> list[str]:
         """Dial discovered peers of our cluster and shards (DNS discovery or peer exchange)."""
         return await peer_exchange.connect_discovered(self, records, cluster=self.config.cluster_id,
-                                                      shards=self.config.shards, max_new=max_new)
+                                                      shards=self.config.shards, max_new=max_new, source=source)
 
     # --- lifecycle ---
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        async with self.host.run(self._listen), background_trio_service(self.pubsub), \
-                background_trio_service(self.router):
-            check_listening(self.host, self._listen)
-            await self.pubsub.wait_until_ready()
-            async with trio.open_nursery() as n:
-                self._nursery = n
-                for t in self.config.topics():
-                    await self.subscribe_topic(t)
-                if self.store is not None:
-                    n.start_soon(self._store_writer)
-                    n.start_soon(self._pruner)
-                task_status.started()
-                await trio.sleep_forever()
+        try:
+            async with self.host.run(self._listen), background_trio_service(self.pubsub), \
+                    background_trio_service(self.router):
+                check_listening(self.host, self._listen)
+                await self.pubsub.wait_until_ready()
+                async with trio.open_nursery() as n:
+                    self._nursery = n
+                    for t in self.config.topics():
+                        await self.subscribe_topic(t)
+                    if self.store is not None:
+                        n.start_soon(self._store_writer)
+                        n.start_soon(self._pruner)
+                    n.start_soon(self.peers.run)
+                    task_status.started()
+                    await trio.sleep_forever()
+        finally:
+            self.peers.close()   # once the host and every task that may use the peer store have ended
 
     @property
     def peer_id(self) -> str:
@@ -245,11 +263,9 @@ class WakuNode:
             await trio.sleep(PRUNE_INTERVAL_S)
 
     # --- peers and metadata ---
-    async def connect(self, addr: str) -> str:
-        info = info_from_p2p_addr(multiaddr.Multiaddr(addr))
-        self.host.get_network().protect(info.peer_id, PROTECT_DIALLED)
-        await self.host.connect(info)
-        return info.peer_id.pretty()
+    async def connect(self, addr: str, *, source: str = "static", enr=None) -> str:
+        """Dial a multiaddr (protected, remembered in the peer store with its success or failure)."""
+        return await self.peers.connect(addr, source=source, enr=enr)
 
     def connection_stats(self) -> dict:
         """Incoming connections by state and refusals by reason (connection_limits.InboundGate)."""
@@ -257,6 +273,17 @@ class WakuNode:
 
     def connected_peers(self) -> list[str]:
         return [p.pretty() for p in self.host.get_connected_peers()]
+
+    def _connections_changed(self) -> None:
+        self._conn_changed.set()
+        self._conn_changed = trio.Event()
+
+    async def wait_connections(self, cond: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Return once `cond()` holds (e.g. a peer is gone from `connected_peers()`), re-checked each time one of
+        this node's connections opens or closes; trio.TooSlowError after `timeout`."""
+        with trio.fail_after(timeout):
+            while not cond():
+                await self._conn_changed.wait()
 
     def _on_connected(self, peer_id: ID) -> None:
         if self._nursery is not None:
@@ -282,6 +309,7 @@ class WakuNode:
     async def _reject_peer(self, peer_id: ID, cluster: int | None) -> None:
         log.info("disconnecting %s: cluster %s, ours %s", peer_id, cluster, self.config.cluster_id)
         self.metadata_rejected.add(peer_id.pretty())
+        self.peers.store.remove(peer_id.pretty())   # not ours to dial again
         self._rejected_changed.set()
         self._rejected_changed = trio.Event()
         try:

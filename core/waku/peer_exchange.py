@@ -5,10 +5,8 @@ each varint-length-prefixed. The server answers from an `EnrCache` (bounded, new
 `max_peers` records picked at random, as nwaku does. The client verifies every record (EIP-778 signature) and
 drops the rest. `connect_discovered` dials what discovery (DNS or peer exchange) found, filtered by cluster/shards.
 
-Wiring into WakuNode (node.py), for the lead:
-    self.px_cache = peer_exchange.EnrCache()                                     # in __init__
-    peer_exchange.serve_on(self.host, self.px_cache)                             # next to the other handlers
-    async def peer_exchange(self, peer_id, n): return await peer_exchange.request(self.host, ID.from_base58(peer_id), n)
+WakuNode (node.py) serves `node.px_cache`, which peer_manager.PeerManager fills from DNS discovery and from the
+records of discovered peers it reached.
 """
 from __future__ import annotations
 
@@ -151,15 +149,11 @@ async def request(host, peer_id: ID, num_peers: int, *, timeout_s: float = DEFAU
     return recs
 
 
-def _dialable(addrs: list[str]) -> list[str]:
-    """Plain TCP addresses first (what our node dials best), then the rest."""
-    return sorted(addrs, key=lambda a: ("/ws" in a or "/dns" in a, a))
-
-
 async def connect_discovered(node, records: Iterable[Enr], *, cluster: int | None = None,
-                             shards: Iterable[int] | None = None, max_new: int = 10) -> list[str]:
-    """Dial discovered peers (WakuNode.connect) that match the cluster/shards, skipping ourselves and peers
-    already connected; one address after the other per peer. Returns the peer ids now connected."""
+                             shards: Iterable[int] | None = None, max_new: int = 10, source: str = "px") -> list[str]:
+    """Dial discovered peers (WakuNode.peers.dial) that match the cluster/shards, skipping ourselves, peers
+    already connected and peers in back-off; one address after the other per peer. A peer reached has its record
+    added to the node's peer-exchange cache. Returns the peer ids now connected."""
     sh = None if shards is None else list(shards)
     me, have = node.peer_id, set(node.connected_peers())
     done: list[str] = []
@@ -169,18 +163,15 @@ async def connect_discovered(node, records: Iterable[Enr], *, cluster: int | Non
         if cluster is not None and not r.matches(cluster, sh):
             continue
         try:
-            pid, addrs = r.peer_id, _dialable(r.dial_addrs())
+            pid, addrs = r.peer_id, r.dial_addrs()
         except EnrError:
             continue
-        if pid == me or pid in have:
+        if pid == me or pid in have or not addrs:
             continue
-        for a in addrs:
-            try:
-                await node.connect(a)
-            except Exception as e:  # noqa: BLE001 - next address; dial errors are py-libp2p's many types
-                log.debug("dial %s failed: %s", a, e)
-                continue
+        node.peers.store.add(pid, addrs, source, r)
+        if not node.peers.store.can_dial(pid):
+            continue
+        if await node.peers.dial(pid, addrs, enr=r):
             done.append(pid)
             have.add(pid)
-            break
     return done

@@ -53,7 +53,7 @@ def parse_content_topic(topic: str) -> ContentTopic:
     return ContentTopic(*parts, generation=gen)
 
 
-_STATIC_RE = re.compile(r"^/waku/2/rs/(\d{1,5})/(\d{1,4})$")
+_STATIC_RE = re.compile(r"^/waku/2/rs/(\d{1,5})/(\d{1,4})\Z")
 
 
 def static_shard_topic(cluster: int, shard: int) -> str:

@@ -16,14 +16,30 @@ FRESH_MS = 2000       # the bound: a view may lag the engine by at most this muc
 CHOSEN, STATE = 5, 6  # member table columns
 
 
-def settle(cond, timeout=90.0):
-    """Wait (without the GUI's help) until the engine itself says `cond`; Qt events are not processed here."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError("the engine did not get there")
+def settle(cond, *sources, timeout=90.0):
+    """Wait (without the GUI's help) until the engine itself says `cond`; Qt events are not processed here.
+    `cond` is checked again each time one of `sources` (an engine's EventBus, a TorrentService: anything with
+    `subscribe(callback) -> unsubscribe`) publishes; those publish after the state they report has changed."""
+    published = threading.Event()
+    unsubscribes = [s.subscribe(lambda _e: published.set()) for s in sources]
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            published.clear()             # cleared before the check: a change after it wakes the wait below
+            if cond():
+                return
+            left = deadline - time.monotonic()
+            if left <= 0 or not published.wait(left):
+                raise AssertionError("the engine did not get there")
+    finally:
+        for u in unsubscribes:
+            u()
+
+
+def engine_queue_drained(engine, cid: str) -> None:
+    """Every command queued so far for `cid` has run: its queue runs jobs one at a time, in order, so a no-op
+    queued now finishes after them."""
+    engine.submit(cid, lambda: None).result(30)
 
 
 def column(model, col: int) -> list[str]:
@@ -50,8 +66,9 @@ def test_owner_view_live_seeding_and_consistent_sentences(qtbot, nodes, window):
     # a member downloads from us: peers and uploaded bytes change with no engine event; the view follows
     nodes.add_member()
     nodes.run_engines()
-    settle(lambda: nodes.member.state.archive_ids(cid, imported=True))
-    settle(lambda: nodes.control.community_state(cid).uploaded > 0)
+    settle(lambda: nodes.member.state.archive_ids(cid, imported=True), nodes.member.bus)
+    # uploaded bytes come with libtorrent's status updates (no engine event): woken by the torrent service
+    settle(lambda: nodes.control.community_state(cid).uploaded > 0, nodes.t_control)
 
     def view_matches_engine_now() -> bool:              # libtorrent may still post a last status update
         truth = nodes.control.community_state(cid)
@@ -72,7 +89,7 @@ def test_member_controls_follow_the_engine_and_refuse_an_inverted_range(qtbot, n
     owner = nodes.control.community_state(cid).archives
     nodes.add_member()                                   # saved policy: latest
     nodes.run_engines()
-    settle(lambda: nodes.member.state.archive_ids(cid, imported=True))
+    settle(lambda: nodes.member.state.archive_ids(cid, imported=True), nodes.member.bus)
     window.attach_engine(nodes.member, history=nodes.history_of)
     m = window.member
     qtbot.waitUntil(lambda: m.isVisible() and m.model.rowCount() == len(owner), timeout=FRESH_MS)
@@ -93,7 +110,7 @@ def test_member_controls_follow_the_engine_and_refuse_an_inverted_range(qtbot, n
     qtbot.waitUntil(lambda: m.all_btn.isChecked() and column(m.model, CHOSEN) == ["yes"] * len(owner)
                     and f"{len(owner)} chosen" in m.counts.text() and any(repainted), timeout=FRESH_MS)
     # every archive gets imported: the table says so within 2 s of the engine
-    settle(lambda: len(nodes.member.state.archive_ids(cid, imported=True)) == len(owner))
+    settle(lambda: len(nodes.member.state.archive_ids(cid, imported=True)) == len(owner), nodes.member.bus)
     qtbot.waitUntil(lambda: column(m.model, STATE) == ["imported"] * len(owner)
                     and f"{len(owner)} imported" in m.counts.text(), timeout=FRESH_MS)
     # an inverted range is refused under the pickers and nothing reaches the engine
@@ -103,15 +120,18 @@ def test_member_controls_follow_the_engine_and_refuse_an_inverted_range(qtbot, n
     assert m.range_error.isVisible() and "before it starts" in m.range_error.text()
     sent = []
     m.policy_chosen.connect(lambda *a: sent.append(a))
-    qtbot.mouseClick(m.apply_btn, Qt.MouseButton.LeftButton)
-    qtbot.wait(300)
-    assert sent == [] and nodes.member.community_state(cid).policy == DownloadPolicy.ALL
+    qtbot.mouseClick(m.apply_btn, Qt.MouseButton.LeftButton)   # the view decides within the click (no timer)
+    assert sent == []
+    engine_queue_drained(nodes.member, cid)
+    assert nodes.member.community_state(cid).policy == DownloadPolicy.ALL
     assert m.range_error.isVisible()
     # a valid range again: the message goes, the choice is sent, and the controls stay on it
     m.date_to.setDate(to_qdate(hi - 1))
     assert not m.range_error.isVisible()
-    qtbot.mouseClick(m.apply_btn, Qt.MouseButton.LeftButton)
-    settle(lambda: nodes.member.community_state(cid).policy == DownloadPolicy.RANGE, 10)
+    qtbot.mouseClick(m.apply_btn, Qt.MouseButton.LeftButton)   # the command is queued within the click
+    assert len(sent) == 1
+    engine_queue_drained(nodes.member, cid)
+    assert nodes.member.community_state(cid).policy == DownloadPolicy.RANGE
     qtbot.waitUntil(lambda: m.range_btn.isChecked() and "not applied" not in m.implied.text(), timeout=FRESH_MS)
 
 

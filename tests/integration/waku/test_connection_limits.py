@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+import trio
 
 from core.waku.connection_limits import ConnectionLimits
 from core.waku.embedded import EmbeddedWakuBackend
@@ -110,13 +111,15 @@ def _tcp_port(node) -> int:
 
 def _settled_stats(node, timeout: float = 2.0) -> dict:
     """The node's connection stats once no incoming connection is handshaking (the socket is closed a moment
-    before the gate's books are)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        stats = node._sync(node.node.connection_stats)
-        if stats["handshaking"] == 0 or time.monotonic() > deadline:
-            return stats
-        time.sleep(0.01)
+    before the gate's books are): woken by the gate whenever its books change; after `timeout`, the stats as they
+    are (the caller's assertions then say what is off)."""
+    gate = node.node.gate
+
+    async def settled() -> dict:
+        with contextlib.suppress(trio.TooSlowError):
+            await gate.wait_until(lambda: not gate.handshaking, timeout)
+        return node.node.connection_stats()
+    return node._call(settled)
 
 
 def _store_and_relay_exchange(victim, configured, newcomer, t0_msg):

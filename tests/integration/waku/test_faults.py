@@ -56,7 +56,8 @@ def test_store_node_vanishing_mid_query_raises_instead_of_hanging(make_node):
     assert first[-1].message.payload == b"m99"
     server.stop()
     t = time.monotonic()
-    with pytest.raises(WakuPeerError, match="No valid connections") as e:
+    # py-libp2p's words depend on whether the client has seen the connection close yet; the kind does not
+    with pytest.raises(WakuPeerError, match="No valid connections|Failed to create stream to peer") as e:
         list(it)
     assert (e.value.kind, e.value.op, e.value.peer) == (errors.UNREACHABLE, "store query", server.peer_id)
     assert time.monotonic() - t < 15
@@ -91,10 +92,8 @@ def test_peer_that_went_away_fails_dial_lightpush_and_store_with_one_error_type(
     client = make_node(store=False)
     client.add_peer(addr)
     gone.stop()
-    deadline = time.monotonic() + 10
-    while peer in client.connected_peers():  # the client notices the closed connection
-        assert time.monotonic() < deadline, "the client never saw the connection close"
-        time.sleep(0.01)
+    # the client notices the closed connection: woken by its swarm's disconnect notification, not by polling
+    client._call(client.node.wait_connections, lambda: peer not in client.node.connected_peers(), 10.0)
     calls = {"dial": lambda: client.add_peer(addr),
              "lightpush": lambda: client.lightpush(peer, PS, WakuMessage(b"x", CT, timestamp=time.time_ns())),
              "store query": lambda: list(client.query_store(peer, [CT]))}

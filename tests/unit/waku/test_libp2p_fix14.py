@@ -18,12 +18,6 @@ from core.waku.topics import static_shard_topic
 UPSTREAM_LIMIT = 100  # GossipSub max_pending_messages_per_peer default
 
 
-async def _until(cond, timeout: float = 10.0) -> None:
-    with trio.fail_after(timeout):
-        while not cond():
-            await trio.sleep(0.01)
-
-
 def _run_pair(body) -> None:
     """Start a and b, connect b to a, wait until a knows b's subscription (shard 1), then run body(a, b, peer)."""
     async def main():
@@ -35,7 +29,10 @@ def _run_pair(body) -> None:
             await b.connect(f"{a.listen_addrs()[0]}")
             peer = ID.from_base58(b.peer_id)
             other = static_shard_topic(a.config.cluster_id, 1)
-            await _until(lambda: peer in a.pubsub.peers and peer in a.pubsub.peer_topics.get(other, ()))
+            # py-libp2p's own events: set when b's pubsub stream is added and when its subscription arrives
+            await a.pubsub.wait_for_peer(peer, timeout=10)
+            await a.pubsub.wait_for_subscription(peer, other, timeout=10)
+            assert peer in a.pubsub.peers and peer in a.pubsub.peer_topics[other]
             await body(a, b, peer)
             n.cancel_scope.cancel()
     trio.run(main)

@@ -4,7 +4,9 @@ import hashlib
 
 import pytest
 import trio
+import trio.testing
 from libp2p import new_host
+from libp2p.abc import INotifee
 from libp2p.crypto.secp256k1 import create_new_key_pair
 from libp2p.io.exceptions import IncompleteReadError
 from libp2p.io.utils import read_exactly
@@ -237,10 +239,40 @@ def test_fix10_upstream_host_runs_without_an_address_it_could_not_bind():
     trio.run(main)
 
 
-async def _until(cond, timeout: float = 5.0) -> None:
-    with trio.fail_after(timeout):
-        while not cond():
-            await trio.sleep(0.01)
+class _SwarmWatch(INotifee):
+    """A bare py-libp2p host's own connection notifications (sent after the swarm's books are updated) as a
+    condition to wait on; our nodes have WakuNode.wait_connections for this."""
+
+    def __init__(self, swarm):
+        self._changed = trio.Event()
+        swarm.register_notifee(self)
+
+    def _touch(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def until(self, cond, timeout: float = 5.0) -> None:
+        with trio.fail_after(timeout):
+            while not cond():
+                await self._changed.wait()
+
+    async def connected(self, network, conn) -> None:
+        self._touch()
+
+    async def disconnected(self, network, conn) -> None:
+        self._touch()
+
+    async def opened_stream(self, network, stream) -> None:
+        pass
+
+    async def closed_stream(self, network, stream) -> None:
+        pass
+
+    async def listen(self, network, maddr) -> None:
+        pass
+
+    async def listen_close(self, network, maddr) -> None:
+        pass
 
 
 def test_fix11_inbound_slot_is_released_with_the_connection():
@@ -260,17 +292,25 @@ def test_fix11_inbound_slot_is_released_with_the_connection():
             await n.start(client.run)
             up_swarm = upstream.get_network()
             up_addr = f"{upstream.get_addrs()[0]}"
-            for server_addr, server_swarm in ((up_addr, up_swarm), (ours.listen_addrs()[0], ours.host.get_network())):
+            servers = ((up_addr, up_swarm, _SwarmWatch(up_swarm).until),
+                       (ours.listen_addrs()[0], ours.host.get_network(), ours.wait_connections))
+            for server_addr, server_swarm, wait in servers:
                 server_id = ID.from_base58(server_addr.split("/p2p/")[1])
                 await client.connect(server_addr)
-                await _until(lambda: len(server_swarm.get_connections()) == 1)
+                await wait(lambda: len(server_swarm.get_connections()) == 1)
+                # the client's own follow-ups on a new connection (metadata, relay stream) run to their end first:
+                # one still under way when we disconnect would dial the server again (py-libp2p opens a new
+                # connection for a stream to a peer that is gone)
+                await trio.testing.wait_all_tasks_blocked()
                 await client.host.disconnect(server_id)
-                await _until(lambda: not server_swarm.get_connections())
-            # upstream: the slot stays taken for the swarm's life (250 connections and no more, ever)
-            await _until(lambda: up_swarm._inbound_limiter.borrowed_tokens == 1)
+                await wait(lambda: not server_swarm.get_connections())
+            # upstream: the slot stays taken for the swarm's life (250 connections and no more, ever), even once
+            # every task has run its course after the close
+            await trio.testing.wait_all_tasks_blocked()
+            assert up_swarm._inbound_limiter.borrowed_tokens == 1
             assert up_swarm._inbound_limiter.total_tokens == 250
             # ours: the connection's slot (and its per-IP count) goes with it
-            await _until(lambda: ours.gate.stats()["per_ip"] == {})
+            await ours.gate.wait_until(lambda: ours.gate.stats()["per_ip"] == {}, 5)
             assert ours.gate.admitted == 1 and ours.gate.stats()["incoming"] == 0
             n.cancel_scope.cancel()
     trio.run(main)
@@ -339,8 +379,9 @@ def test_fix12_upstream_max_connections_still_blocks_our_own_dials():
         async with trio.open_nursery() as n, upstream.run([multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]):
             await n.start(stranger.run)
             await n.start(friend.run)
+            watch = _SwarmWatch(upstream.get_network())
             await stranger.connect(f"{upstream.get_addrs()[0]}")
-            await _until(lambda: len(upstream.get_network().get_connections()) == 1)
+            await watch.until(lambda: len(upstream.get_network().get_connections()) == 1)
             with pytest.raises(SwarmException):  # the one incoming stranger leaves no room to dial a friend
                 await upstream.connect(info_from_p2p_addr(multiaddr.Multiaddr(friend.listen_addrs()[0])))
             n.cancel_scope.cancel()
@@ -391,10 +432,12 @@ def test_fix13_upstream_accepts_any_number_of_inbound_streams():
         upstream = new_host(key_pair=kp, sec_opt=noise_only_security(kp), muxer_opt={YAMUX: Yamux})
         disable_auto_connector(upstream)
         held = []
-        release = trio.Event()
+        release, all_held = trio.Event(), trio.Event()
 
         async def hold(stream):
             held.append(stream)
+            if len(held) == n_streams:
+                all_held.set()
             await release.wait()
         upstream.set_stream_handler(proto, hold)
         client = WakuNode(NodeConfig(ws_port=None))
@@ -404,7 +447,8 @@ def test_fix13_upstream_accepts_any_number_of_inbound_streams():
             async with trio.open_nursery() as opens:
                 for _ in range(n_streams):
                     opens.start_soon(client.host.new_stream, ID.from_base58(upstream.get_id().pretty()), [proto])
-            await _until(lambda: len(held) == n_streams)
+            with trio.fail_after(5):
+                await all_held.wait()
             release.set()
             n.cancel_scope.cancel()
     trio.run(main)
@@ -417,8 +461,8 @@ def test_fix11_websocket_connections_are_counted_by_their_ip():
             await n.start(a.run)
             await n.start(b.run)
             await b.connect(next(x for x in a.listen_addrs() if "/ws" in x))
-            await _until(lambda: a.gate.stats()["per_ip"] == {"127.0.0.1": 1})
-            await _until(lambda: a.host.get_network().get_connections())
+            await a.gate.wait_until(lambda: a.gate.stats()["per_ip"] == {"127.0.0.1": 1}, 5)
+            await a.wait_connections(lambda: bool(a.host.get_network().get_connections()), 5)
             ws = a.host.get_network().get_connections()[0].muxed_conn.secured_conn.conn.conn.stream
             assert type(ws).__name__ == "P2PWebSocketConnection"
             assert ws.get_remote_address() is None  # upstream's stub; fails once it is implemented

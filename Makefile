@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 LOCK    := requirements/lock.txt
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run demo gui test test-fast bench fuzz proto proto-check setup system lock clean screenshots installer
+.PHONY: run demo gui test test-fast bench fuzz mutation proto proto-check setup system lock clean screenshots installer
 
 run: setup
 	$(BIN)/archivist demo
@@ -29,6 +29,13 @@ bench: setup
 # every decoder of outside data, 1,000,000 inputs each (ARCHIVIST_FUZZ=N to change); `make test` runs 10,000
 fuzz: setup
 	ARCHIVIST_FUZZ=$${ARCHIVIST_FUZZ:-1000000} $(BIN)/python -m tests.fuzz.driver
+
+# mutmut ([tool.mutmut] in pyproject.toml) from a fresh mutants/, one child, niced (shared cores); per-module score,
+# fails under 85% (docs/QUALITY.md). `$(BIN)/mutmut show NAME` shows a survivor.
+mutation: setup
+	rm -rf mutants
+	nice -n 15 $(BIN)/mutmut run --max-children 1
+	$(BIN)/python scripts/mutation_score.py --min 85
 
 setup: system $(VENV)/.stamp js-deps
 

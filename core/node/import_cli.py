@@ -16,7 +16,7 @@ from core.archive.errors import ArchiveError
 from core.history_import import ImportResult
 from core.storage.history import HistoryWriteError
 
-COMMUNITY_ID = re.compile(r"^0x[0-9a-f]{66}$")
+COMMUNITY_ID = re.compile(r"^0x[0-9a-f]{66}\Z")
 
 
 class ImportUsageError(Exception):

@@ -24,8 +24,8 @@ COLUMNS = ("time", "channel", "chat_id", "author", "author_name", "type", "text"
            "community_id")
 PARTITION_BYTES = 64 << 20
 # What Spark's file writer leaves in an output folder: a leftover OUT.tmp made only of these is ours to remove.
-_SPARK_NAMES = re.compile(r"^(_SUCCESS|_temporary|week=.*|\..*\.crc)$")
-_COMMUNITY_ID = re.compile(r"^0x0[23][0-9a-fA-F]{64}$")
+_SPARK_NAMES = re.compile(r"^(_SUCCESS|_temporary|week=.*|\..*\.crc)\Z")
+_COMMUNITY_ID = re.compile(r"^0x0[23][0-9a-fA-F]{64}\Z")
 
 
 class ExportError(Exception):

@@ -23,8 +23,8 @@ BASE_URL = "https://status.app"
 SECP256K1_PUB = 0xE7                 # multicodec secp256k1-pub
 MAX_DATA_BYTES = 4096                # status-go decodes into a 4096-byte buffer
 MAX_LINK_CHARS = 8192
-CHANNEL_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-5][0-9a-f]{3}-[089ab][0-9a-f]{3}-[0-9a-f]{12}$")
-_HEX = re.compile(r"^0x[0-9a-fA-F]+$")
+CHANNEL_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-5][0-9a-f]{3}-[089ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
+_HEX = re.compile(r"^0x[0-9a-fA-F]+\Z")
 
 
 class ShareLinkError(ValueError):

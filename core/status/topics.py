@@ -19,7 +19,7 @@ DEFAULT_SHARD = 32
 MAGNETLINKS_SUFFIX = "-magnetlinks"
 MEMBER_UPDATE_SUFFIX = "-memberUpdate"
 
-_CONTENT_TOPIC = re.compile(r"^/waku/1/0x([0-9a-fA-F]{8})/rfc26$")
+_CONTENT_TOPIC = re.compile(r"^/waku/1/0x([0-9a-fA-F]{8})/rfc26\Z")
 
 
 def channel_chat_id(community_id: str, channel_uuid: str) -> str:

@@ -1,0 +1,59 @@
+"""Per-module mutation score of the last `mutmut run` (the mutants/*.py.meta files), for `make mutation`.
+
+Killed (a test failed) and timeout (a mutant that hangs is caught too) count as killed; survived, "no tests" and
+suspicious count against the score; mutants not checked (an interrupted run) are listed apart. Exits 1 when a
+module is under --min percent (docs/QUALITY.md: 85)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+KILLED = {1, 3, 24, -24, 152, 255, 36, 37}       # mutmut's exit codes for killed, timeout, type-check
+SURVIVED = {0}
+NO_TESTS = {5, 33}
+NOT_CHECKED = {None, 2, 34}                      # not run yet, interrupted, skipped
+
+
+def scores(root: Path) -> list[tuple[str, Counter]]:
+    out = []
+    for meta in sorted(root.rglob("*.py.meta")):
+        codes = json.loads(meta.read_text())["exit_code_by_key"].values()
+        c = Counter("killed" if x in KILLED else "survived" if x in SURVIVED else "no tests" if x in NO_TESTS
+                    else "not checked" if x in NOT_CHECKED else "other" for x in codes)
+        out.append((str(meta.relative_to(root))[:-len(".meta")], c))
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dir", default="mutants", type=Path)
+    p.add_argument("--min", type=float, default=85.0, help="fail when a module scores below this (percent)")
+    a = p.parse_args(argv)
+    rows = scores(a.dir)
+    if not rows:
+        print(f"no mutmut results under {a.dir}/ (run `mutmut run` first)")
+        return 1
+    low = []
+    print(f"{'module':40} {'killed':>7} {'survived':>9} {'no tests':>9} {'other':>6} {'unrun':>6} {'score':>7}")
+    for name, c in rows:
+        decided = c["killed"] + c["survived"] + c["no tests"] + c["other"]
+        score = 100.0 * c["killed"] / decided if decided else 0.0
+        if score < a.min:
+            low.append(name)
+        print(f"{name:40} {c['killed']:7} {c['survived']:9} {c['no tests']:9} {c['other']:6} {c['not checked']:6} "
+              f"{score:6.1f}%")
+    total = sum((c for _, c in rows), Counter())
+    decided = total["killed"] + total["survived"] + total["no tests"] + total["other"]
+    print(f"{'all':40} {total['killed']:7} {total['survived']:9} {total['no tests']:9} {total['other']:6} "
+          f"{total['not checked']:6} {100.0 * total['killed'] / max(decided, 1):6.1f}%")
+    if low:
+        print(f"under {a.min:.0f}%: {', '.join(low)} (`mutmut browse` or `mutmut show NAME` shows the survivors)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

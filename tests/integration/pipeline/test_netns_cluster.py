@@ -1,0 +1,262 @@
+"""A Spark cluster and its driver on two different hosts: two Linux network namespaces joined by a veth pair.
+
+Namespace A (10.231.0.1) runs `archivist spark-master` and `spark-worker`; namespace B (10.231.0.2) runs the
+drivers (`archivist spark-build`, `spark-hydrate`) against spark://10.231.0.1:PORT, so the driver has to find and
+advertise 10.231.0.2 itself, and the executors in A reach it over the veth link only (127.0.0.1 is a different
+loopback in each namespace). Namespaces separate the network, not the file system: both see the same files, which
+is the shared-file-system set-up that cluster mode requires today (store, output folders, member DB at the same
+path everywhere; docs/PIPELINE.md "Cluster").
+
+Checks: the build's output folder is byte-identical to the single-process `archivist build` of the same store;
+`spark-hydrate` of it gives the same rows as the single-process `archivist import`; with every worker killed the
+next job exits 1 with the one line once `--executor-timeout` has passed. Needs root and `ip netns` (else skipped,
+with the reason). Every process left in the namespaces is killed and both namespaces are deleted, also on failure.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.synth import synthesize
+
+from .helpers import folder_bytes
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
+ROOT = str(Path(__file__).resolve().parents[3])
+ENV = {**os.environ, "PYTHONPATH": ROOT}
+A_IP, B_IP = "10.231.0.1", "10.231.0.2"
+EXECUTOR_TIMEOUT = 20
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=60)
+
+
+def _ip_ok(*args: str) -> str:
+    r = _ip(*args)
+    if r.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def _namespaces() -> set[str]:
+    return {line.split()[0] for line in _ip_ok("netns", "list").splitlines() if line.strip()}
+
+
+def _netns_unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to create network namespaces (ip netns add)"
+    if shutil.which("ip") is None:
+        return "iproute2's `ip` is not installed"
+    r = _ip("netns", "list")
+    if r.returncode != 0:
+        return f"`ip netns` is unavailable: {r.stderr.strip()}"
+    return None
+
+
+def _pids_in(ns: str) -> list[int]:
+    r = _ip("netns", "pids", ns)
+    return [int(p) for p in r.stdout.split()] if r.returncode == 0 else []
+
+
+def _kill_everything_in(ns: str, deadline_s: float = 60.0) -> list[int]:
+    """SIGKILL every process still in `ns` (all of them were started by this test) until none is left."""
+    killed: list[int] = []
+    deadline = time.monotonic() + deadline_s
+    while pids := _pids_in(ns):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes still in namespace {ns}: {pids}")
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)   # poll interval (not synchronisation): the kernel tears the processes down
+    return killed
+
+
+@pytest.fixture
+def two_namespaces():
+    """(A, B): two fresh namespaces, A = 10.231.0.1/24 and B = 10.231.0.2/24 on one veth pair, loopback up in
+    both. Teardown kills what runs in them, deletes them (the veth pair goes with them) and checks they are gone."""
+    reason = _netns_unavailable()
+    if reason:
+        print(f"\nSKIPPED test_netns_cluster: {reason}")
+        pytest.skip(reason)
+    tag = secrets.token_hex(3)
+    a, b = f"archivist-a-{tag}", f"archivist-b-{tag}"
+    va, vb = f"arva{tag}", f"arvb{tag}"          # interface names: at most 15 characters
+    created: list[str] = []
+    leftovers: list[int] = []
+    try:
+        for ns in (a, b):
+            r = _ip("netns", "add", ns)
+            if r.returncode != 0:
+                print(f"\nSKIPPED test_netns_cluster: ip netns add: {r.stderr.strip()}")
+                pytest.skip(f"cannot create a network namespace: {r.stderr.strip()}")
+            created.append(ns)
+        _ip_ok("link", "add", va, "type", "veth", "peer", "name", vb)
+        _ip_ok("link", "set", va, "netns", a)
+        _ip_ok("link", "set", vb, "netns", b)
+        for ns, dev, addr in ((a, va, A_IP), (b, vb, B_IP)):
+            _ip_ok("-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+            _ip_ok("-n", ns, "link", "set", dev, "up")
+            _ip_ok("-n", ns, "link", "set", "lo", "up")
+        yield a, b
+    finally:
+        for ns in created:
+            leftovers += _kill_everything_in(ns)
+        for ns in created:
+            _ip("netns", "del", ns)
+        subprocess.run(["ip", "link", "del", va], capture_output=True, timeout=30)   # only if never moved
+    assert not {a, b} & _namespaces(), _namespaces()
+    assert leftovers == [], f"processes were still running in the namespaces: {leftovers}"
+
+
+def _cli(*args: str, ns: str | None = None, **kw) -> subprocess.Popen:
+    prefix = ["ip", "netns", "exec", ns] if ns else []   # ip netns exec execs the command: same pid
+    return subprocess.Popen([*prefix, sys.executable, "-m", "core.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV, **kw)
+
+
+def _run(*args: str, ns: str | None = None, timeout: float = 600, **kw) -> tuple[int, str, str]:
+    p = _cli(*args, ns=ns, **kw)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate(timeout=30)
+        raise AssertionError(f"{args[0]} did not finish in {timeout} s: {err[-3000:]}") from None
+    return p.returncode, out, err
+
+
+def _first_line(proc: subprocess.Popen, what: str) -> str:
+    line = proc.stdout.readline()   # bounded: the daemon gives up after --start-timeout
+    if not line:
+        proc.wait(30)
+        raise AssertionError(f"{what} exited {proc.returncode}: {proc.stderr.read()[-3000:]}")
+    return line.strip()
+
+
+def _stop(proc: subprocess.Popen | None) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+
+
+def _dump(db: Path) -> list[list[tuple]]:
+    con = sqlite3.connect(db)
+    try:
+        return [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                for t in ("history_messages", "community_message_archive_hashes", "communities_archive_info")]
+    finally:
+        con.close()
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_driver_and_cluster_in_two_network_namespaces(two_namespaces, tmp_path):
+    ns_a, ns_b = two_namespaces
+    t_start = time.monotonic()
+    r = synthesize(tmp_path / "db.sqlite", messages=3000, weeks=3, seed=16)
+    topics = [x for t in r.topics for x in ("--topic", t)]
+
+    def build_args(cmd: str, out: str) -> list[str]:
+        return [cmd, "--db", str(tmp_path / "db.sqlite"), "--community-id", r.community_id, *topics,
+                "--data-dir", str(tmp_path / out), "--torrent-dir", str(tmp_path / f"{out}-t"),
+                "--end", str(r.end), "--json"]
+
+    # the single-process reference, in this (the root) namespace
+    rc, ref_out, err = _run(*build_args("build", "ref"))
+    assert rc == 0, err[-3000:]
+    ref = json.loads(ref_out)
+    rc, _, err = _run("import", str(tmp_path / "ref" / r.community_id), "--history", str(tmp_path / "ref.sqlite"),
+                      "--community-id", r.community_id, "--all", "--json")
+    assert rc == 0, err[-3000:]
+
+    master = worker = None
+    try:
+        master = _cli("spark-master", "--host", A_IP, "--port", "0", "--webui-port", "0",
+                      "--work-dir", str(tmp_path / "master"), "--start-timeout", "180", ns=ns_a)
+        url = _first_line(master, "spark-master")
+        assert url.startswith(f"spark://{A_IP}:"), url
+        # no --host: the worker picks the address that routes to the master, A's own
+        worker = _cli("spark-worker", "--master", url, "--cores", "2", "--memory", "1g",
+                      "--work-dir", str(tmp_path / "worker"), "--start-timeout", "180", ns=ns_a)
+        assert _first_line(worker, "spark-worker") == f"registered with {url}"
+        cluster_up = time.monotonic()
+
+        # 1. build: driver in B, executors in A; bytes equal the reference
+        rc, out, err = _run(*build_args("spark-build", "spark"), "--master", url, "--executor-timeout", "180",
+                            ns=ns_b, cwd=tmp_path)
+        assert rc == 0, err[-3000:]
+        built = time.monotonic()
+        res = json.loads(out)
+        assert res["infohash"] == ref["infohash"] and res["new_archive_ids"] == ref["new_archive_ids"]
+        assert len(res["new_archive_ids"]) >= 3
+        assert folder_bytes(tmp_path / "spark") == folder_bytes(tmp_path / "ref")
+        assert folder_bytes(tmp_path / "spark-t") == folder_bytes(tmp_path / "ref-t")
+        # The executors ran on the worker in A and connected back to the driver at B's address.
+        launches = list((tmp_path / "worker" / "work").glob("app-*/*/stderr"))
+        assert launches
+        launch = "\n".join(p.read_text(errors="replace") for p in launches)
+        assert f"CoarseGrainedScheduler@{B_IP}:" in launch, launch[-3000:]
+        assert "CoarseGrainedScheduler@127.0.0.1" not in launch
+
+        # 2. hydrate the Spark-built folder, driver in B: the same rows as the single-process import
+        rc, out, err = _run("spark-hydrate", "--folder", str(tmp_path / "spark" / r.community_id),
+                            "--community-id", r.community_id, "--db", str(tmp_path / "spark.sqlite"), "--all",
+                            "--master", url, "--executor-timeout", "180", "--json", ns=ns_b, cwd=tmp_path)
+        assert rc == 0, err[-3000:]
+        hydrated = time.monotonic()
+        assert json.loads(out)["messages"] == r.messages
+        spark_rows, ref_rows = _dump(tmp_path / "spark.sqlite"), _dump(tmp_path / "ref.sqlite")
+        assert len(spark_rows[0]) == r.messages
+        assert spark_rows == ref_rows
+
+        # 3. kill every worker (SIGKILL: the machine is gone); the next job fails with the one line
+        worker_jvms = [p for p in _pids_in(ns_a) if b"org.apache.spark.deploy.worker.Worker" in _cmdline(p)]
+        assert len(worker_jvms) == 1, worker_jvms
+        os.kill(worker_jvms[0], signal.SIGKILL)
+        worker.wait(60)      # the CLI notices its daemon died and exits
+        assert not [p for p in _pids_in(ns_a) if b"deploy.worker.Worker" in _cmdline(p)]
+        t0 = time.monotonic()
+        rc, out, err = _run(*build_args("spark-build", "after"), "--master", url,
+                            "--executor-timeout", str(EXECUTOR_TIMEOUT), ns=ns_b, cwd=tmp_path)
+        elapsed = time.monotonic() - t0
+        assert rc == 1, err[-3000:]
+        assert err.strip().splitlines()[-1] == (f"archivist spark-build: no Spark worker is available at {url}: "
+                                                "start a worker or use --master local[*]"), err[-3000:]
+        assert "Traceback" not in err and out == ""
+        assert not (tmp_path / "after-t").exists() or not list((tmp_path / "after-t").iterdir())
+        assert not list((tmp_path / "after").glob("*/index")) if (tmp_path / "after").exists() else True
+        # the watchdog waits the whole timeout, then gives up; the rest is the driver JVM's start
+        assert EXECUTOR_TIMEOUT <= elapsed < EXECUTOR_TIMEOUT + 120, elapsed
+    finally:
+        _stop(worker)
+        _stop(master)
+    assert master.returncode == 0                                # Ctrl-C: a clean stop
+    assert not [p for p in _pids_in(ns_a) if b"java" in _cmdline(p)]   # its JVM went with it
+    print(f"\ncluster up {cluster_up - t_start:.1f} s; spark-build {built - cluster_up:.1f} s; "
+          f"spark-hydrate {hydrated - built:.1f} s; no-worker failure after {elapsed:.1f} s "
+          f"(--executor-timeout {EXECUTOR_TIMEOUT}); whole test {time.monotonic() - t_start:.1f} s")

@@ -56,15 +56,33 @@ class Inspection:
     kind: str                      # folder | index | torrent
     folder: Path | None = None
     torrent: Metainfo | None = None
-    rows: list[ArchiveRow] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)      # index faults (index_check.check_entries)
     entries: dict[str, codec.IndexEntry] = field(default_factory=dict, repr=False)
     _errors: dict[str, str] | None = field(default=None, repr=False)
+    _rows: list[ArchiveRow] | None = field(default=None, repr=False)   # None: one bare row per entry, not built
+
+    @property
+    def rows(self) -> list[ArchiveRow]:
+        """One row per archive, in data order. Without a data file the rows say no more than `entries` (already
+        in data order) and are built on first use: the CLI lists a 200k-entry index from `entries` instead."""
+        if self._rows is None:
+            self._rows = [ArchiveRow(aid, e.start, e.end, e.offset, e.size, e.padding, e.pieces)
+                          for aid, e in codec.sorted_entries(self.entries)]
+        return self._rows
+
+    @rows.setter
+    def rows(self, rows: list[ArchiveRow]) -> None:
+        self._rows = rows
+
+    @property
+    def bare(self) -> bool:
+        """The rows are not built and would only repeat `entries`: no messages counted, no read errors."""
+        return self._rows is None
 
     @property
     def faulty(self) -> bool:
         """The index breaks a rule, or a listed archive could not be read or decoded."""
-        return any(f.severity == "error" for f in self.findings) or any(r.error for r in self.rows)
+        return any(f.severity == "error" for f in self.findings) or any(r.error for r in self._rows or ())
 
     def to_json(self) -> dict:
         out: dict = {"source": self.source, "kind": self.kind, "archives": [r.to_json() for r in self.rows],
@@ -131,9 +149,8 @@ def _rows(folder: Path | None, index_raw: bytes, count_messages: bool = True) ->
     ins = Inspection("", "", folder, entries=entries)
     ins.findings = check_entries(entries, data_len if have_data else None)
     if not have_data:
-        ins.rows = [ArchiveRow(aid, e.start, e.end, e.offset, e.size, e.padding, e.pieces)
-                    for aid, e in codec.sorted_entries(entries)]
-        return ins
+        return ins                    # rows: built from entries when asked for (Inspection.rows)
+    ins.rows = []
     with open(data, "rb") as f:
         for aid, e, skip in plan_reads(entries, data_len):
             row = ArchiveRow(aid, e.start, e.end, e.offset, e.size, e.padding, e.pieces)
@@ -191,6 +208,9 @@ def inspect_path(source: str, *, count_messages: bool = True) -> Inspection:
     else:
         folder = p.parent if p.name == INDEX_FILE and (p.parent / DATA_FILE).is_file() else None
         kind, mi, index = "index", None, p
-    ins = _rows(folder, read_index(index), count_messages) if index is not None else Inspection("", "", folder)
+    if index is not None:
+        ins = _rows(folder, read_index(index), count_messages)
+    else:
+        ins = Inspection("", "", folder, _rows=[])
     ins.source, ins.kind, ins.torrent = source, kind, mi
     return ins

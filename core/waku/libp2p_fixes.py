@@ -45,6 +45,9 @@ remove the workaround). No upstream issue was found for any of them in the issue
     is rebuilt by a list comprehension on every message, trimmed at 100 with a WARNING per message, and never
     sent. Ours: only peers identified less than PENDING_GRACE_S ago are queued, in a bounded deque that drops
     its oldest silently; expired entries are popped from its head.
+15. yamux sends a WINDOW_UPDATE after nearly every read (stream_muxer/yamux/yamux.py
+    YamuxStream._auto_tune_and_send_window_update; one frame per byte of a length prefix read byte by byte):
+    credit only once half of the window is consumed, as go-yamux does (libp2p_yamux.py, test_libp2p_fix15.py).
 Fixes 10-13 are also exercised end to end in tests/integration/waku/test_faults.py and test_connection_limits.py.
 """
 from __future__ import annotations
@@ -76,6 +79,7 @@ from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 
 from core.varint import DecodeError
+from core.waku.libp2p_yamux import install_half_window_updates
 
 log = logging.getLogger(__name__)
 
@@ -397,3 +401,4 @@ def install_connection_limits(swarm, gate) -> None:
 
 enlarge_send_queues()
 install_sender_record_cache()
+install_half_window_updates()

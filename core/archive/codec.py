@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from Crypto.Hash import keccak
 from google.protobuf.message import DecodeError as _PbDecodeError
@@ -12,6 +12,7 @@ from core.archive.constants import PIECE_LENGTH
 from core.archive.errors import DecodeError
 from core.pb import archivist_index_entries_pb2 as index_entries_pb
 from core.pb import communities_archive_pb2 as pb
+from core.storage.archive_message import ArchiveMessage  # noqa: F401 - the archive's message type
 
 # Limits on what a decoder of outside bytes materialises (far above anything status-go writes: a 30 MB archive of
 # Status messages, each with a 65-byte sig, holds < 462k messages; a community has tens of channels).
@@ -74,32 +75,6 @@ _first = itemgetter(0)
 # is not field 1 (metadata.version, which IndexEntry does not keep); else None (then computed from the fields when
 # asked for). One call for the whole index: per-entry calls cost more than the hashing.
 keccak256, _entry_ids = _oneshot_keccak() or (_keccak256_public, _entry_ids_public)
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveMessage:
-    """status-go's archived WakuMessage (timestamp in seconds, 4-byte topic, decrypted payload)."""
-
-    sig: bytes
-    timestamp: int
-    topic: bytes
-    payload: bytes
-    padding: bytes = b""
-    hash: bytes = b""
-    third_party_id: str = ""
-
-    @property
-    def chunk_size(self) -> int:
-        """What status-go counts against the 30 MB cap."""
-        return len(self.payload) + len(self.sig)
-
-    def to_pb(self) -> pb.WakuMessage:
-        return pb.WakuMessage(sig=self.sig, timestamp=self.timestamp, topic=self.topic, payload=self.payload,
-                              padding=self.padding, hash=self.hash, thirdPartyId=self.third_party_id)
-
-    @classmethod
-    def from_pb(cls, m: pb.WakuMessage) -> "ArchiveMessage":
-        return cls(m.sig, m.timestamp, m.topic, m.payload, m.padding, m.hash, m.thirdPartyId)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +248,29 @@ def encode_index(entries: Mapping[str, IndexEntry]) -> bytes:
 _IndexEntries = index_entries_pb.IndexEntries
 
 
+class _MapEntry(NamedTuple):
+    key: str
+    value: pb.WakuMessageArchiveIndexMetadata
+
+
+def _map_entries(raw: bytes) -> list[_MapEntry]:
+    """The index read as the map status-go declares. Used when the bytes are not the canonical encoding of a list
+    of entries (unknown fields, a field of the wrong wire type, a field repeated...): upb's map parsing has its own
+    rules for such entries (it drops an entry with a malformed value), and the map's reading is the one that
+    counts. Found by tests/unit/archive/test_index_decode.py's mutated indexes."""
+    idx = pb.WakuMessageArchiveIndex()
+    try:
+        idx.ParseFromString(bytes(raw))
+    except _PB_ERRORS as e:
+        raise DecodeError(f"index does not decode as WakuMessageArchiveIndex: {e}", code="index-undecodable") from None
+    if raw and not idx.archives:
+        raise DecodeError("index is not empty but holds no archives (encrypted, or not an index)",
+                          code="index-undecodable")
+    idx.DiscardUnknownFields()
+    archives = idx.archives
+    return [_MapEntry(k, archives[k]) for k in archives]
+
+
 def decode_index(raw: bytes) -> dict[str, IndexEntry]:
     """Decode an index file into {archive_id: entry}, in data order. Raises DecodeError; does not check
     invariants (index_check.check_entries does). Each entry's archive ID is computed here from the parsed bytes
@@ -287,6 +285,8 @@ def decode_index(raw: bytes) -> dict[str, IndexEntry]:
         raise DecodeError("index is not empty but holds no archives (encrypted, or not an index)",
                           code="index-undecodable")
     idx.DiscardUnknownFields()
+    if idx.ByteSize() != len(raw):
+        archives = _map_entries(raw)
     keys: list[str] = []
     fields: list[tuple] = []
     encoded: list[bytes] = []

@@ -5,7 +5,6 @@ Everything here reads files from outside: sizes are checked against the file bef
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -17,7 +16,6 @@ from core.archive.index_check import Finding, check_entries, plan_reads
 from core.archive.torrent import Metainfo, read_metainfo
 
 MAX_INDEX_READ = 64 * 1024 * 1024      # ~600k archives: far beyond any community; refused before reading
-COMMUNITY_ID = re.compile(r"^0x[0-9a-f]{66}$")
 _SKIP_REASON = {
     "padding-exceeds-size": "its padding is larger than its size",
     "index-past-data": "it runs past the end of data",

@@ -14,7 +14,8 @@ from core.archive import codec
 from core.archive.constants import DATA_FILE, INDEX_FILE, PIECE_LENGTH
 from core.archive.errors import ArchiveError
 from core.archive.index_check import MAX_ARCHIVE_BYTES, Finding, check_entries, plan_reads
-from core.archive.inspect import COMMUNITY_ID, read_index
+from core.archive.constants import COMMUNITY_ID
+from core.archive.inspect import read_index
 from core.archive.torrent import Metainfo, piece_hashes, read_metainfo
 
 MAX_VERIFY_READ = MAX_ARCHIVE_BYTES  # decode archives one at a time; never load more than this for one archive

@@ -7,16 +7,14 @@ Exit codes: 0 all chosen archives imported, 1 some could not be (named, the rest
 """
 from __future__ import annotations
 
-import re
 import sqlite3
 import sys
 from pathlib import Path
 
+from core.archive.constants import COMMUNITY_ID
 from core.archive.errors import ArchiveError
 from core.history_import import ImportResult
 from core.storage.history import HistoryWriteError
-
-COMMUNITY_ID = re.compile(r"^0x[0-9a-f]{66}\Z")
 
 
 class ImportUsageError(Exception):

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from core.archive.codec import ArchiveMessage
+from core.storage.archive_message import ArchiveMessage
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS waku_messages (

@@ -8,8 +8,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
+from core.archive.constants import COMMUNITY_ID
+
 MAX_LINK = 8192                       # far beyond any link we build (infohash, community ID, a few trackers)
-COMMUNITY_ID = re.compile(r"^0x[0-9a-f]{66}\Z")
 _HEX = re.compile(r"^[0-9a-fA-F]{40}\Z")
 _B32 = re.compile(r"^[A-Za-z2-7]{32}\Z")
 

@@ -37,9 +37,6 @@ LAYERS: list[tuple[str, ...]] = [   # top first
 
 # (importer, imported module) -> why it stays for now. Each entry points up a layer.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("core.storage.waku_messages", "core.archive.codec"):
-        "waku_messages reads and writes rows as core.archive.codec.ArchiveMessage; moving that dataclass below "
-        "core/archive means editing codec.py, which is being optimised in parallel (issue 20 follow-up)",
 }
 
 

@@ -199,3 +199,16 @@ def test_padding_rule_of_the_fast_check_is_padded_sizes():
             codes = [f.code for f in check_entries({e.archive_id: e}, size)]
             assert ("padding-formula" in codes) == (codec.padded_size(size - pad) != (size, pad)), (size, pad)
             assert codes in ([], ["padding-formula"]), (size, pad, codes)
+
+
+def test_an_entry_whose_value_has_the_wrong_wire_type_is_dropped_as_the_map_drops_it():
+    """Found by the mutated-index test (seed 451173): the first entry's value field (2) arrives as a varint. The
+    map reading drops that entry; a list-of-entries reading would keep it with an empty value."""
+    raw = bytes.fromhex(
+        "0a6d0a42305838444543413638364536374446374442314233454135453433453737323838323431364442423546324331464631"
+        "364631324136433362413335443841443846351227121210a090dbfb0518b0acdbfb05220400eb85a718c4bea5b4cde8a7bdc801"
+        "2080a006289b060a6c0a423058463243333145333739463438424333313239323946373245423932384133353532313336384134"
+        "453942443337304135434139413332313635413239454235451226121210d0f1aafc0518e08dabfc05220400eb85a71882d5f9f0"
+        "e0bacae51d2080a006288d9906")
+    same_decoding(raw)
+    assert list(codec.decode_index(raw)) == ["0XF2C31E379F48BC312929F72EB928A35521368A4E9BD370A5CA9A32165A29EB5E"]

@@ -71,10 +71,34 @@ def _wait(job, show_progress: bool):
             print(file=sys.stderr)
 
 
+NOTHING_WRITTEN = "; nothing was written"
+
+
+def run_job(command: str, owner, submit, show_progress: bool, failed: tuple = (), *, failed_note: str = "",
+            cancelled_note: str = ""):
+    """Run one Spark job to its end and close the owner, with the exit codes every job command shares: 0 and the
+    result; 1 the job failed (JobFailed or one of `failed`); 2 unusable input or settings; 130 cancelled.
+    Returns (code, result or None); the reason is printed as one line, with the note the command can promise
+    (NOTHING_WRITTEN when its output is written only at the end)."""
+    from core.pipeline.security import SparkSecurityError
+    from core.pipeline.session import JobCancelled, JobFailed, SparkConfigError
+    try:
+        return 0, _wait(submit(), show_progress)
+    except (ArchiveError, FileNotFoundError, SparkConfigError, SparkSecurityError) as e:
+        code, line = 2, str(e)
+    except (JobFailed, *failed) as e:
+        code, line = 1, f"{e}{failed_note}"
+    except JobCancelled as e:
+        code, line = 130, f"{e}{cancelled_note}"
+    finally:
+        owner.close()
+    print(f"archivist {command}: {line}", file=sys.stderr)
+    return code, None
+
+
 def cmd_spark_build(a) -> int:
     from core.pipeline.build import submit_build
     from core.pipeline.security import SparkSecurityError
-    from core.pipeline.session import JobCancelled, JobFailed, SparkConfigError
     from core.archive.cli import print_build_result
     from core.status.build_cli import encrypt_transform
     transform = encrypt_transform(a)
@@ -83,21 +107,11 @@ def cmd_spark_build(a) -> int:
     except SparkSecurityError as e:
         print(f"archivist spark-build: {e}", file=sys.stderr)
         return 2
-    try:
-        job = submit_build(owner, a.db, a.community_id, a.topic, a.data_dir, a.torrent_dir, start=a.start,
-                           end=a.end, trackers=a.tracker or [], transform=transform)
-        res = _wait(job, a.progress)
-    except (ArchiveError, FileNotFoundError, SparkConfigError, SparkSecurityError) as e:
-        print(f"archivist spark-build: {e}", file=sys.stderr)
-        return 2
-    except JobFailed as e:
-        print(f"archivist spark-build: {e}", file=sys.stderr)
-        return 1
-    except JobCancelled as e:
-        print(f"archivist spark-build: {e}; nothing was written", file=sys.stderr)
-        return 130
-    finally:
-        owner.close()
+    code, res = run_job("spark-build", owner, lambda: submit_build(
+        owner, a.db, a.community_id, a.topic, a.data_dir, a.torrent_dir, start=a.start, end=a.end,
+        trackers=a.tracker or [], transform=transform), a.progress, cancelled_note=NOTHING_WRITTEN)
+    if code:
+        return code
     print_build_result(res, a.json)
     return 0
 
@@ -105,8 +119,6 @@ def cmd_spark_build(a) -> int:
 def cmd_spark_hydrate(a) -> int:
     from core.cli import print_json
     from core.pipeline.hydrate import HydrateError, submit_hydrate
-    from core.pipeline.security import SparkSecurityError
-    from core.pipeline.session import JobCancelled, JobFailed, SparkConfigError
     from core.status.archive_encryption import key_store
     from core.status.archive_encryption import open_archive_bytes, open_index_bytes
     from core.torrent.selection import selection_from_args
@@ -117,22 +129,12 @@ def cmd_spark_hydrate(a) -> int:
     except (ValueError, ArchiveError) as e:   # SparkSecurityError is a ValueError
         print(f"archivist spark-hydrate: {e}", file=sys.stderr)
         return 2
-    try:
-        job = submit_hydrate(owner, a.folder, a.community_id, a.db, archive_ids=a.archive_id, selection=selection,
-                             open_archive=functools.partial(open_archive_bytes, store=store),
-                             open_index=functools.partial(open_index_bytes, store=store))
-        res = _wait(job, a.progress)
-    except (HydrateError, JobFailed) as e:
-        print(f"archivist spark-hydrate: {e}", file=sys.stderr)
-        return 1
-    except (ArchiveError, FileNotFoundError, SparkConfigError, SparkSecurityError) as e:
-        print(f"archivist spark-hydrate: {e}", file=sys.stderr)
-        return 2
-    except JobCancelled as e:
-        print(f"archivist spark-hydrate: {e}", file=sys.stderr)
-        return 130
-    finally:
-        owner.close()
+    code, res = run_job("spark-hydrate", owner, lambda: submit_hydrate(
+        owner, a.folder, a.community_id, a.db, archive_ids=a.archive_id, selection=selection,
+        open_archive=functools.partial(open_archive_bytes, store=store),
+        open_index=functools.partial(open_index_bytes, store=store)), a.progress, (HydrateError,))
+    if code:
+        return code
     if a.json:
         print_json(res.to_json())
     else:

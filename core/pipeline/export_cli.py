@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import sys
 
-from core.pipeline.cli import _owner, _wait, add_spark_arguments
+from core.pipeline.cli import NOTHING_WRITTEN, _owner, add_spark_arguments, run_job
 
 
 def cmd_export(a) -> int:
     from core.archive.errors import ArchiveError
     from core.cli import print_json
     from core.pipeline.export import ExportError, check_output, folder_community_id, source_kind, submit_export
-    from core.pipeline.security import SparkSecurityError
-    from core.pipeline.session import JobCancelled, JobFailed, SparkConfigError
     try:      # everything that can be refused is refused before a JVM starts (exit 2)
         kind = source_kind(a.source)
         check_output(a.out, a.overwrite)
@@ -26,21 +24,12 @@ def cmd_export(a) -> int:
     except (ExportError, ArchiveError, ValueError) as e:   # SparkSecurityError is a ValueError
         print(f"archivist export: {e}", file=sys.stderr)
         return 2
-    try:
-        job = submit_export(owner, a.source, a.out, fmt=a.format, community_id=a.community_id, store=store,
-                            overwrite=a.overwrite, downloaded_only=a.downloaded_only)
-        res = _wait(job, a.progress)
-    except (ExportError, JobFailed) as e:
-        print(f"archivist export: {e}; nothing was written", file=sys.stderr)
-        return 1
-    except (ArchiveError, FileNotFoundError, SparkConfigError, SparkSecurityError) as e:
-        print(f"archivist export: {e}", file=sys.stderr)
-        return 2
-    except JobCancelled as e:
-        print(f"archivist export: {e}; nothing was written", file=sys.stderr)
-        return 130
-    finally:
-        owner.close()
+    code, res = run_job("export", owner, lambda: submit_export(
+        owner, a.source, a.out, fmt=a.format, community_id=a.community_id, store=store, overwrite=a.overwrite,
+        downloaded_only=a.downloaded_only), a.progress, (ExportError,), failed_note=NOTHING_WRITTEN,
+        cancelled_note=NOTHING_WRITTEN)
+    if code:
+        return code
     if a.json:
         print_json(res.to_json())
     else:

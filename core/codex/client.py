@@ -133,7 +133,8 @@ class CodexClient:
                 return b"".join(chunks)
         except httpx.TimeoutException as e:
             raise CodexTimeout(f"{CodexTimeout.user_message} (GET {path}: {type(e).__name__})", cid=cid) from None
-        except (httpx.ConnectError, httpx.NetworkError) as e:
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.NetworkError) as e:
+            # RemoteProtocolError here: the node went away before answering (mid-body it is a truncation, above)
             raise CodexUnreachable(f"{CodexUnreachable.user_message} ({self.base_url}: {e})", cid=cid) from None
 
     def fetch(self, cid: str) -> Manifest:

@@ -149,3 +149,29 @@ def test_node_stopped_during_a_hanging_download(codex_nodes, clients):
     t.join(10)
     assert not t.is_alive() and errors
     assert isinstance(errors[0], (CodexUnreachable, CodexNotFound, CodexTruncated))
+
+
+def test_a_node_that_closes_before_answering_is_unreachable():
+    """A socket that accepts and closes without a response (a node going away between accept and answer) is
+    CodexUnreachable, not httpx's RemoteProtocolError (CI saw it once, when the node stopped in that instant)."""
+    import socket
+    from core.codex.client import CodexClient
+    from core.codex.errors import CodexUnreachable
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+
+    def close_the_connection():
+        conn, _addr = srv.accept()
+        conn.recv(65536)
+        conn.close()
+    t = threading.Thread(target=close_the_connection)
+    t.start()
+    try:
+        with pytest.raises(CodexUnreachable) as ei:
+            CodexClient(f"http://127.0.0.1:{port}/api/codex/v1").download(
+                "zDvZRwzkvwapyNeL4mzB5gAsZWb2wfgS8UYTn1ssSTw4uyWyRbrv", network=True)
+        assert f"127.0.0.1:{port}" in str(ei.value)
+        t.join(10)
+        assert not t.is_alive()
+    finally:
+        srv.close()

@@ -33,7 +33,7 @@ class PeerManager:
     def __init__(self, node):
         self.node = node
         cfg = node.config
-        self.store = PeerStore(cfg.peer_store_path, clock=lambda: cfg.clock() / 1e9)
+        self.store = PeerStore(cfg.peer_store_path, clock=lambda: cfg.clock() / 1_000_000_000)
         self.rounds = 0                 # maintain() rounds completed (tests wait on it)
         self._round_done = trio.Event()
         self.dns_error: str | None = None

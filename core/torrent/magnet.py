@@ -54,6 +54,10 @@ def parse_magnet(uri: str, community_id: str | None = None, *, need_community: b
     if not uri[:8].lower() == "magnet:?":
         raise MagnetError("not a magnet link: it does not start with 'magnet:?'")
     try:
+        uri.encode("utf-8")     # lone surrogates (from a mis-decoded file or clipboard) are not text libtorrent takes
+    except UnicodeEncodeError as e:
+        raise MagnetError(f"not a magnet link: character {e.start} is not valid text") from None
+    try:
         params = parse_qsl(uri[8:], keep_blank_values=True, errors="strict")
     except (UnicodeDecodeError, ValueError) as e:
         raise MagnetError(f"not a magnet link: its parameters do not decode ({e})") from None

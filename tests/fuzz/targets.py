@@ -27,6 +27,7 @@ from core.archive.errors import ArchiveError
 from core.archive.index_check import check_entries, described_length, plan_reads
 from core.archive.torrent import build_metainfo, magnet_link, parse_metainfo
 from core.archive.verify import Report, verify_archive_bytes
+from core.torrent.magnet import MagnetError
 from core.pb import communities_archive_pb2 as pb
 from tests.fuzz.driver import Target
 
@@ -247,7 +248,7 @@ TARGETS = [
     Target("index", "protobuf", index_seeds, run_index, (ArchiveError,)),
     Target("archive", "protobuf", archive_seeds, run_archive, (ArchiveError,)),
     Target("torrent", "bencode", torrent_seeds, run_torrent, (ArchiveError,)),
-    Target("magnet-libtorrent", "text", magnet_seeds, run_magnet_libtorrent, (ValueError,)),
-    Target("magnet-inspector", "text", magnet_seeds, run_magnet_inspector, (ValueError,)),
+    Target("magnet-libtorrent", "text", magnet_seeds, run_magnet_libtorrent, (MagnetError,)),
+    Target("magnet-inspector", "text", magnet_seeds, run_magnet_inspector, (MagnetError,)),
     Target("archive-link", "protobuf", link_seeds, run_archive_link, ()),
 ]

@@ -62,3 +62,15 @@ def test_entry_with_metadata_version_keeps_the_id_of_its_fields():
     assert run_index(idx.SerializeToString()) in ("ok", "faults")
     got = next(iter(codec.decode_index(idx.SerializeToString()).values()))
     assert got.archive_id == e.archive_id
+
+
+@pytest.mark.parametrize("where", ["&tr=http://a\udc80b/announce", "&dn=0x\udc80", "&x.pe=1.2.3.4\udc80:5"])
+def test_magnet_with_a_lone_surrogate_is_a_magnet_error(where):
+    """Text with a lone surrogate (a mis-decoded clipboard or file) reached libtorrent's tracker list and raised
+    UnicodeEncodeError, which the fuzz targets let through as 'a ValueError'. Now the one parser refuses it."""
+    from core.torrent.fetch import parse_magnet as fetch_parse
+    from core.torrent.magnet import MagnetError, parse_magnet
+    link = "magnet:?xt=urn:btih:" + "06cdef495dc46b0335c90ecd55c877e2bad3706c" + "&dn=0x02" + "00" * 32 + where
+    for parse in (fetch_parse, parse_magnet):
+        with pytest.raises(MagnetError, match="not valid text"):
+            parse(link)

@@ -206,8 +206,6 @@ def parse(text: str) -> CommunityLink:
         if CHANNEL_UUID.match(data):
             return CommunityLink(cid, "channel-link", channel_uuid=data)
         return _with_data(cid, data, "channel-link")
-    except DecodeError:
-        raise ShareLinkError("The link's data is cut short.") from None
     except ShareLinkError as e:
         msg = str(e)
         raise ShareLinkError(msg[0].upper() + msg[1:] + ("" if msg.endswith(".") else ".")) from None

@@ -18,6 +18,12 @@ The rules:
 """
 from __future__ import annotations
 
+import atexit
+import multiprocessing
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -130,17 +136,87 @@ def read_archive_rows(f, community_id: str, aid: str, e: IndexEntry, open_archiv
     """The history rows of one archive, read from the open `data` file `f`."""
     f.seek(e.offset)
     blob = f.read(e.size)
-    return [history_row(community_id, m, aid, unwrap) for m in archive_from_blob(aid, e, blob, open_archive).messages]
+    return rows_of_messages(community_id, aid, archive_from_blob(aid, e, blob, open_archive).messages, unwrap)
 
 
 def read_window_rows(data_path, community_id: str, index: Mapping[str, IndexEntry], w: WindowImport,
                      open_archive: ArchiveOpener | None = None, unwrap: Unwrapper = status_unwrap) -> list[tuple]:
-    """All rows of a window's archives (the single-process path; Spark executors call read_archive_rows)."""
+    """All rows of a window's archives (the single-process path; Spark executors call read_archive_rows).
+
+    The archives are checked and decoded here; turning their messages into rows (opening each Status message and
+    recovering its signer: most of an import's CPU) is spread over worker processes when there are enough of them
+    (RowPool). The rows, and their order, are the same either way."""
+    decoded = []
     with open(data_path, "rb") as f:
-        return [r for a in w.archive_ids for r in read_archive_rows(f, community_id, a, index[a], open_archive,
-                                                                      unwrap)]
+        for a in w.archive_ids:
+            e = index[a]
+            f.seek(e.offset)
+            decoded.append((a, archive_from_blob(a, e, f.read(e.size), open_archive).messages))
+    out: list[tuple] = []
+    for a, messages in decoded:
+        out.extend(_ROW_POOL.rows(community_id, a, messages, unwrap))
+    return out
+
+
+def rows_of_messages(community_id: str, aid: str, messages: Sequence[ArchiveMessage],
+                     unwrap: Unwrapper = status_unwrap) -> list[tuple]:
+    return [history_row(community_id, m, aid, unwrap) for m in messages]
 
 
 def describe(windows: Sequence[WindowImport]) -> str:
     n = sum(len(w.archive_ids) for w in windows)
     return f"{n} archive(s) in {len(windows)} window(s)"
+
+
+class RowPool:
+    """Worker processes that turn decoded archive messages into history rows.
+
+    Opening a Status message and recovering its signer's public key (secp256k1) is about 80 % of an import's CPU
+    and needs no shared state, so it runs on every core. The writes stay in the caller, one transaction per
+    window, so the crash-safety rules above do not change. Small batches (the start-up costs more than it saves),
+    a custom unwrapper, a single core, or a pool that broke (a killed worker) are done in this process: the same
+    function, the same rows, in the same order. Workers are started with `forkserver` (never `fork`: the caller is
+    a threaded engine or the Qt window) on first use, and stopped at exit."""
+
+    MIN_MESSAGES = 6_000           # below this, in process: two workers' start-up is ~0.4 s
+    CHUNK = 2_500
+
+    def __init__(self, workers: int | None = None):
+        self.workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self.broken = False
+
+    def _executor(self) -> ProcessPoolExecutor | None:
+        with self._lock:
+            if self._pool is None and not self.broken:
+                ctx = multiprocessing.get_context("forkserver")
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
+                atexit.register(self.shutdown)
+            return self._pool
+
+    def rows(self, community_id: str, aid: str, messages: Sequence[ArchiveMessage],
+             unwrap: Unwrapper = status_unwrap) -> list[tuple]:
+        if self.workers < 2 or len(messages) < self.MIN_MESSAGES or unwrap is not status_unwrap or self.broken:
+            return rows_of_messages(community_id, aid, messages, unwrap)
+        pool = self._executor()
+        if pool is None:
+            return rows_of_messages(community_id, aid, messages, unwrap)
+        chunks = [messages[i:i + self.CHUNK] for i in range(0, len(messages), self.CHUNK)]
+        try:
+            parts = list(pool.map(rows_of_messages, [community_id] * len(chunks), [aid] * len(chunks), chunks))
+        except (BrokenProcessPool, OSError, RuntimeError):
+            # a worker died or could not start: never lose the import over it, do it here
+            with self._lock:
+                self.broken = True
+            return rows_of_messages(community_id, aid, messages, unwrap)
+        return [r for part in parts for r in part]
+
+    def shutdown(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+_ROW_POOL = RowPool()

@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from tests.bench.build_bench import run_build, run_floor, store
+from tests.bench.table import record
 
 LIMIT_MIB = 300
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
@@ -30,6 +31,8 @@ def test_build_peak_rss_is_flat(tmp_path, n, peaks):
     peaks[n] = rss
     print(f"\nBUILD MEMORY {n} messages ({b['data_bytes'] / 1e6:.0f} MB of archives): peak RSS {rss:.0f} MiB "
           f"(floor process {floor_rss:.0f} MiB; limit {LIMIT_MIB} MiB)")
+    record("build", f"build {n:,} messages, peak RSS (VmHWM)", rss, "MiB", "floor process", floor_rss,
+           f"<= {LIMIT_MIB} MiB, flat")
     assert b["messages"] == n
     assert rss <= LIMIT_MIB
     smallest = peaks[min(peaks)]

@@ -16,6 +16,7 @@ from core.node.import_cli import import_folder
 from core.status.traffic import TrafficGenerator
 from core.torrent.selection import Selection
 from tests.bench.test_node_bench import START, WEEK, _fill_store
+from tests.bench.table import record
 
 N = int(os.environ.get("ARCHIVIST_BENCH_IMPORT_MESSAGES",
                        1_000_000 if os.environ.get("ARCHIVIST_SLOW") == "1" else 30_000))
@@ -64,5 +65,10 @@ def test_import_on_every_core_against_one_and_the_bulk_insert_floor(tmp_path, ca
         if cores > 1:
             print(f"  rows on {cores} workers:        {times[cores]:.2f} s = {N / times[cores]:,.0f} msg/s "
                   f"({times[1] / times[cores]:.2f}x the reference)")
+        record("import", f"archivist import {N:,} messages, rows in process", times[1], "s", "bulk insert floor",
+               t_floor, "<= 1.3x")
+        if cores > 1:
+            record("import", f"archivist import {N:,} messages, rows on {cores} workers", times[cores], "s",
+                   "rows in process", times[1])
         print(f"  floor, bulk insert of the same rows: {t_floor:.2f} s; import / floor = "
               f"{min(times.values()) / t_floor:.1f}x")

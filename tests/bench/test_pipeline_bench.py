@@ -24,6 +24,7 @@ from core.pipeline.session import default_owner
 from core.status.unwrap import default_unwrap
 from core.storage import history
 from core.synth import synthesize
+from tests.bench.table import record
 
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
 MESSAGES = int(os.environ.get("ARCHIVIST_BENCH_MESSAGES", 1_000_000 if SLOW else 20_000))
@@ -51,6 +52,7 @@ def report(name: str, seconds: float, n: int, ref_name: str | None = None, ref_s
     if ref_name:
         line += f"  | {ref_name}: {ref_seconds:.2f} s, {n / ref_seconds:,.0f} msg/s  (x{seconds / ref_seconds:.2f})"
     print(line)
+    record("spark", f"{name}, {n:,} messages", seconds, "s", ref_name or "", ref_seconds)
 
 
 def io_hash_floor(db, topics, start, end, out_path, nbytes) -> float:
@@ -132,5 +134,7 @@ def test_pipeline_benchmarks(bench_owner, tmp_path):
     out = subprocess.run([sys.executable, "-c", COLD_START], capture_output=True, text=True, timeout=900, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     t_session, t_first = map(float, out.stdout.split()[-2:])
+    record("spark", "cold start: JVM + session, then the warm-up job", t_session + t_first, "s", "session alone",
+           t_session)
     print(f"BENCH pipeline cold start: session {t_session:.1f} s + first (warm-up) job {t_first:.1f} s "
           f"= {t_session + t_first:.1f} s (new process, while this process's JVM is idle)")

@@ -17,6 +17,7 @@ from core.waku.message import WakuMessage
 from core.waku.node import NodeConfig
 from core.waku.store_db import MessageStore
 from core.waku.store_query import handle_store_v3
+from tests.bench.table import record
 
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
 PS = "/waku/2/rs/16/32"
@@ -92,6 +93,9 @@ def test_relay_latency_and_throughput_between_processes():
           f"(reference: 1 KiB round trip through a child `cat` {ref_lat * 1e3:.3f} ms)")
     print(f"relay throughput, 1 KiB: {rate:,.0f} msg/s over {N_TPUT} messages "
           f"(reference: {ref_rate:,.0f} lines/s through a child `cat`)")
+    record("waku", "relay 1 hop between processes, 1 KiB, p50", p50 * 1e3, "ms", "round trip via a child `cat`",
+           ref_lat * 1e3)
+    record("waku", f"relay throughput, 1 KiB x {N_TPUT}", rate, "msg/s", "lines/s via a child `cat`", ref_rate)
     assert rate > 0 and p50 > 0
 
 
@@ -314,6 +318,8 @@ def test_load_throughput_quick(tmp_path):
     print(f"\nquick load, {n} x 1 KiB each: lightpush v3 ({LOAD_PEERS} peers x {IN_FLIGHT} in flight) "
           f"{lp_rate:,.0f} msg/s, relay {relay_rate:,.0f} msg/s (load average {load_before:.2f} -> "
           f"{os.getloadavg()[0]:.2f})")
+    record("waku", f"quick load: lightpush v3, {n} x 1 KiB, {LOAD_PEERS} peers", lp_rate, "msg/s", goal=">= 1,000")
+    record("waku", f"quick load: relay, {n} x 1 KiB", relay_rate, "msg/s", goal=">= 2,000")
     assert lp_rate > 0 and relay_rate > 0
 
 
@@ -379,6 +385,13 @@ def test_load_floods_and_store_latency(tmp_path):
                       ("during connections", conn_lat)):
         print(f"  store v3 latency {name}: p50 {_pct(lat, 0.5) * ms:.1f} ms, p95 {_pct(lat, 0.95) * ms:.1f} ms "
               f"({len(lat)} queries)")
+    record("waku", f"load: lightpush v3 from {LOAD_PEERS} peers, {N_LOAD} x 1 KiB", lp_rate, "msg/s",
+           "SQLite alone, batches of 500", ref_rate, ">= 1,000")
+    record("waku", f"load: relay, {N_LOAD} x 1 KiB", relay_rate, "msg/s", "SQLite alone, batches of 500", ref_rate,
+           ">= 2,000")
+    for name, lat in (("during lightpush", lp_lat), ("during relay", relay_lat), ("during connections", conn_lat)):
+        record("waku", f"store v3 p95 {name}", _pct(lat, 0.95) * ms, "ms", "idle p95", _pct(idle, 0.95) * ms,
+               "< 20 ms")
     assert lp_rate > 0 and relay_rate > 0 and handshakes > 0 and idle
 
 

@@ -197,7 +197,8 @@ class RowPool:
 
     def rows(self, community_id: str, aid: str, messages: Sequence[ArchiveMessage],
              unwrap: Unwrapper = status_unwrap) -> list[tuple]:
-        if self.workers < 2 or len(messages) < self.MIN_MESSAGES or unwrap is not status_unwrap or self.broken:
+        if (self.workers < 2 or len(messages) < self.MIN_MESSAGES or unwrap is not status_unwrap or self.broken
+                or multiprocessing.current_process().daemon):      # a daemonic process may not have children
             return rows_of_messages(community_id, aid, messages, unwrap)
         pool = self._executor()
         if pool is None:
@@ -205,7 +206,7 @@ class RowPool:
         chunks = [messages[i:i + self.CHUNK] for i in range(0, len(messages), self.CHUNK)]
         try:
             parts = list(pool.map(rows_of_messages, [community_id] * len(chunks), [aid] * len(chunks), chunks))
-        except (BrokenProcessPool, OSError, RuntimeError):
+        except (BrokenProcessPool, OSError, RuntimeError, AssertionError):
             # a worker died or could not start: never lose the import over it, do it here
             with self._lock:
                 self.broken = True

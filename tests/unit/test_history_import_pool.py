@@ -69,3 +69,22 @@ def test_a_killed_worker_never_loses_the_batch(pool):
     assert got == rows_of_messages(CID, "b", ms)
     assert pool.broken
     assert pool.rows(CID, "c", ms) == rows_of_messages(CID, "c", ms)    # and stays in process afterwards
+
+
+def _rows_in_a_daemon(q):
+    p = RowPool(workers=2)
+    p.MIN_MESSAGES, p.CHUNK = 10, 10
+    ms = messages(40)
+    q.put((p.rows(CID, "d", ms) == rows_of_messages(CID, "d", ms), p._pool is None))
+
+
+def test_in_a_daemonic_worker_process_the_rows_are_made_in_process():
+    """The engine's own worker processes are daemonic (they may not have children): the pool stays off there."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_rows_in_a_daemon, args=(q,), daemon=True)
+    proc.start()
+    same, no_pool = q.get(timeout=120)
+    proc.join(60)
+    assert same and no_pool and proc.exitcode == 0

@@ -6,6 +6,10 @@ other record lives at `<hash>.domain`, hash = base32(keccak256(text)[:16]), and 
 `enr:...` or `enrtree://...` (a link to another tree). The walk checks every record against its name, so only
 the root signature is needed; it is bounded in lookups, depth, records and time. The resolver is pluggable
 (a callable name -> TXT strings); `dnspython_resolver` asks real DNS servers (or a local one, in tests).
+
+Re-walks (dns_refresh.py) pass a record `cache` ({name: text}; a hash names its text forever, so a cached record is
+never looked up again) and the `known` root of the last complete walk: when the new root's e= hash is the same,
+the walk stops after the root (EIP-1459: the root changes whenever the content does).
 """
 from __future__ import annotations
 
@@ -103,6 +107,10 @@ class WalkResult:
     lookups: int = 0
     errors: list[str] = field(default_factory=list)   # skipped records / failed lookups below the root
     truncated: bool = False                           # a bound was hit before the tree was exhausted
+    root: Root | None = None                          # the (top) tree's verified root
+    unchanged: bool = False                           # its e= hash was the `known` one: nothing below was read
+    cached: int = 0                                   # records taken from the cache instead of DNS
+    visited: set[str] = field(default_factory=set)    # names of the records below the root(s) read or reused
 
 
 class DnsDiscovery:
@@ -110,14 +118,19 @@ class DnsDiscovery:
     `discover()` call, including linked trees."""
 
     def __init__(self, resolver: Resolver, *, max_lookups: int = 200, max_depth: int = 8, max_enrs: int = 100,
-                 timeout_s: float = 30.0, follow_links: bool = False, clock: Callable[[], float] = time.monotonic):
+                 timeout_s: float = 30.0, follow_links: bool = False, clock: Callable[[], float] = time.monotonic,
+                 cache: dict[str, str] | None = None):
         self.resolver, self.max_lookups, self.max_depth = resolver, max_lookups, max_depth
         self.max_enrs, self.timeout_s, self.follow_links, self.clock = max_enrs, timeout_s, follow_links, clock
+        self.cache = cache              # {name: verified text} shared between walks; None: no cache
 
-    def discover(self, url: str) -> WalkResult:
+    def discover(self, url: str, known: Root | None = None) -> WalkResult:
+        """Walk the tree at `url`. With `known` (the root of an earlier complete walk) and an equal e= hash, only
+        the root is read (`unchanged`); links are then not followed either, so `known` is ignored with
+        follow_links."""
         res = WalkResult()
         deadline = self.clock() + self.timeout_s
-        self._walk_tree(url, res, deadline, set(), link_depth=0)
+        self._walk_tree(url, res, deadline, set(), link_depth=0, known=known)
         return res
 
     def _lookup(self, name: str, res: WalkResult, deadline: float) -> str | None:
@@ -135,7 +148,8 @@ class DnsDiscovery:
             return None
         return txts[0]
 
-    def _walk_tree(self, url: str, res: WalkResult, deadline: float, seen_trees: set, link_depth: int) -> None:
+    def _walk_tree(self, url: str, res: WalkResult, deadline: float, seen_trees: set, link_depth: int,
+                   known: Root | None = None) -> None:
         pub, domain = parse_url(url)
         if (pub, domain) in seen_trees:
             return
@@ -153,7 +167,10 @@ class DnsDiscovery:
             res.errors.append(f"{domain}: {e}")
             return
         if link_depth == 0:
-            res.seq = root.seq
+            res.seq, res.root = root.seq, root
+            if known is not None and not self.follow_links and root.enr_root == known.enr_root:
+                res.unchanged = True
+                return
         self._walk(root.enr_root, domain, res, deadline, want_links=False)
         if self.follow_links and link_depth < self.max_depth:
             for link in self._walk(root.link_root, domain, res, deadline, want_links=True):
@@ -175,14 +192,21 @@ class DnsDiscovery:
                 res.truncated = True
                 return links
             name = f"{h}.{domain}"
-            text = self._lookup(name, res, deadline)
-            if text is None:
-                if res.truncated:
-                    return links
-                continue
-            if subdomain(text) != h:
-                res.errors.append(f"{name}: content does not match its hash")
-                continue
+            text = None if self.cache is None else self.cache.get(name)
+            if text is not None:
+                res.cached += 1
+            else:
+                text = self._lookup(name, res, deadline)
+                if text is None:
+                    if res.truncated:
+                        return links
+                    continue
+                if subdomain(text) != h:
+                    res.errors.append(f"{name}: content does not match its hash")
+                    continue
+                if self.cache is not None:
+                    self.cache[name] = text
+            res.visited.add(name)
             if text.startswith(BRANCH_PREFIX):
                 children = [c for c in text[len(BRANCH_PREFIX):].split(",") if c]
                 if depth >= self.max_depth:

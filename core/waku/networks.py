@@ -28,15 +28,21 @@ class NetworkPreset:
     shards: tuple[int, ...]
     enrtree_url: str | None
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    label: str = ""              # what Settings shows (gui/views/node_settings.py)
+    about: str = ""
 
     @property
     def pubsub_topics(self) -> tuple[str, ...]:
         return tuple(static_shard_topic(self.cluster_id, s) for s in self.shards)
 
 
-NETWORKS = {
-    "status": NetworkPreset("status", 16, (32, 64, 128, 256), STATUS_PROD_ENRTREE, 1024 * 1024),
-    "local": NetworkPreset("local", 16, (32,), None),
+NETWORKS = {    # in the order Settings lists them
+    "status": NetworkPreset("status", 16, (32, 64, 128, 256), STATUS_PROD_ENRTREE, 1024 * 1024, "Status fleet",
+                            "The Status network: cluster 16, shards 32, 64, 128 and 256; peers found through the "
+                            "fleet's DNS tree (boot.prod.status.nodes.status.im) and peer exchange."),
+    "local": NetworkPreset("local", 16, (32,), None, label="Local",
+                           about="Only the Waku peers listed here: cluster 16, shard 32, no discovery (tests, "
+                                 "a private network, the demo)."),
 }
 DEFAULT_NETWORK = "local"
 

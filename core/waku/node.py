@@ -68,7 +68,8 @@ class NodeConfig:
     target_peers: int = 8                   # below this many connections, stored peers are dialled ...
     peer_check_interval_s: float = 30.0     # ... checked this often (peer_manager.PeerManager.maintain)
     dial_timeout_s: float = 10.0            # one dial attempt of one address
-    enrtree_url: str | None = None          # EIP-1459 tree walked at start (networks.py: --network status)
+    enrtree_url: str | None = None          # EIP-1459 tree walked at start (networks.py: --network status) ...
+    dns_refresh_s: float = 1800.0           # ... and again this often: only changed records (dns_refresh.py)
     dns_resolver: Callable | None = field(default=None, repr=False)  # name -> TXT strings; None: system DNS
 
     def topics(self) -> tuple[str, ...]:
@@ -309,7 +310,7 @@ class WakuNode:
     async def _reject_peer(self, peer_id: ID, cluster: int | None) -> None:
         log.info("disconnecting %s: cluster %s, ours %s", peer_id, cluster, self.config.cluster_id)
         self.metadata_rejected.add(peer_id.pretty())
-        self.peers.store.remove(peer_id.pretty())   # not ours to dial again
+        self.peers.forget(peer_id.pretty())   # not ours to dial again, nor to hand out by peer exchange
         self._rejected_changed.set()
         self._rejected_changed = trio.Event()
         try:

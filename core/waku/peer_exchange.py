@@ -166,7 +166,7 @@ async def connect_discovered(node, records: Iterable[Enr], *, cluster: int | Non
             pid, addrs = r.peer_id, r.dial_addrs()
         except EnrError:
             continue
-        if pid == me or pid in have or not addrs:
+        if pid == me or pid in have or not addrs or pid in node.metadata_rejected:   # another cluster, in fact
             continue
         node.peers.store.add(pid, addrs, source, r)
         if not node.peers.store.can_dial(pid):

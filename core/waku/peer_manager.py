@@ -1,5 +1,5 @@
 """Where a WakuNode's peers come from and how it keeps them: the persistent PeerStore, dialling with back-off,
-DNS discovery at start, and the peer-exchange record cache it serves.
+DNS discovery (at start, then every `dns_refresh_s`: dns_refresh.py), and the peer-exchange record cache it serves.
 
 - Every dial (configured, discovered, stored) goes through `dial`, which records success or failure in the store.
 - `maintain()` (at start, then every `peer_check_interval_s`) remembers the connected peers (inbound ones with
@@ -17,6 +17,7 @@ import multiaddr
 import trio
 from libp2p.peer.peerinfo import info_from_p2p_addr
 
+from core.waku.dns_refresh import DnsRefresh, Refresh
 from core.waku.enr import Enr, EnrError
 from core.waku.peer_store import PeerStore, StoredPeer
 
@@ -36,7 +37,10 @@ class PeerManager:
         self.store = PeerStore(cfg.peer_store_path, clock=lambda: cfg.clock() / 1_000_000_000)
         self.rounds = 0                 # maintain() rounds completed (tests wait on it)
         self._round_done = trio.Event()
-        self.dns_error: str | None = None
+        self.dns_error: str | None = None   # why the last walk of cfg.enrtree_url failed; None after a good one
+        self.dns = None if not cfg.enrtree_url else DnsRefresh(
+            cfg.enrtree_url, cfg.dns_resolver, interval_s=cfg.dns_refresh_s, clock=self.store.clock)
+        self._dns_lock = trio.Lock()
         for p in self.store.peers():    # what we knew and reached (or got from a signed tree) is served again
             if p.enr and (p.last_connected is not None or p.source == "dns"):
                 try:
@@ -61,7 +65,7 @@ class PeerManager:
                 pid, addrs = r.peer_id, r.dial_addrs()
             except EnrError:
                 continue
-            if pid == self.me or not addrs:
+            if pid == self.me or not addrs or pid in self.node.metadata_rejected:
                 continue
             self.store.add(pid, addrs, source, r)
             kept.append(r)
@@ -77,6 +81,23 @@ class PeerManager:
         for e in res.errors:
             log.debug("dns discovery %s: %s", url, e)
         return self.learn(res.enrs, "dns")
+
+    async def refresh_dns(self, force: bool = False) -> Refresh | None:
+        """Walk cfg.enrtree_url again when due (or `force`): only what changed is read, and the records of a
+        changed tree go to the store (and the peer-exchange cache). None when not due or no tree is configured.
+        Never raises: a failure is in the result and `dns_error`, and brings the next walk closer."""
+        if self.dns is None:
+            return None
+        async with self._dns_lock:
+            if not (force or self.dns.due()):
+                return None
+            r = await trio.to_thread.run_sync(self.dns.refresh)
+        self.dns_error = r.error
+        for e in r.errors:
+            log.debug("dns discovery %s: %s", self.dns.url, e)
+        if r.enrs:
+            self.learn(r.enrs, "dns")
+        return r
 
     def remember_connected(self) -> int:
         """Store connected peers we did not dial (inbound) with the listen addresses identify gave; mark every
@@ -132,7 +153,21 @@ class PeerManager:
         self.store.record_failure(peer_id)
         return False
 
+    def forget(self, peer_id: str) -> None:
+        """A peer the metadata check disconnected (another cluster, whatever its record said): out of the store
+        and the peer-exchange cache; `learn` skips it from now on (node.metadata_rejected), so a re-walked tree
+        or a peer exchange does not bring it back."""
+        self.store.remove(peer_id)
+        for r in self.node.px_cache.records():
+            try:
+                if r.peer_id == peer_id:
+                    self.node.px_cache.remove(r.node_id)
+            except EnrError:
+                pass
+
     def _reached(self, peer_id: str, enr: Enr | None) -> None:
+        if peer_id in self.node.metadata_rejected:      # rejected while the dial returned
+            return
         self.store.record_success(peer_id)
         if enr is None:
             p = self.store.get(peer_id)
@@ -167,16 +202,12 @@ class PeerManager:
                 await self._round_done.wait()
 
     async def run(self) -> None:
-        """At start: DNS discovery (when configured), then a maintain() round every peer_check_interval_s."""
+        """Every peer_check_interval_s: DNS discovery when due (at once at start, then every dns_refresh_s;
+        sooner after a failure), then a maintain() round."""
         cfg = self.node.config
-        if cfg.enrtree_url:
-            try:
-                await self.discover_dns(cfg.enrtree_url)
-            except Exception as e:  # noqa: BLE001 - no DNS, bad tree: the stored peers may still do
-                self.dns_error = str(e)
-                log.warning("dns discovery from %s failed: %s", cfg.enrtree_url, e)
         while True:
             try:
+                await self.refresh_dns()
                 await self.maintain()
             except Exception:  # noqa: BLE001 - a bug here must not stop the node
                 log.exception("peer maintenance failed")

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, Q
                                QSpinBox, QVBoxLayout, QWidget)
 
 from core.node.config import ConfigError, NodeSettings, load, save
+from core.waku.networks import NETWORKS
 from gui.views.spark_settings import SparkBox
 
 AFTER_RESTART = "applies after a restart"
@@ -51,6 +52,16 @@ class NodeSettingsForm(QGroupBox):
             box.setRange(0, 65535)
             box.setSpecialValueText("any free port")
             box.setValue(val)
+        self.network = QComboBox()           # [waku] network, what `archivist node` reads (core/waku/networks.py)
+        self.network.setObjectName("wakuNetwork")
+        for name, preset in NETWORKS.items():
+            self.network.addItem(preset.label, name)
+        self.network.setCurrentIndex(self.network.findData(s.waku_network))
+        self.network_about = QLabel()
+        self.network_about.setObjectName("networkAbout")
+        self.network_about.setWordWrap(True)
+        self.network.currentIndexChanged.connect(self._show_network)
+        self._show_network()
         self.waku_peers = QPlainTextEdit("\n".join(s.waku_peers))
         self.waku_peers.setPlaceholderText("one multiaddr per line (/ip4/…/tcp/…/p2p/…)")
         self.waku_peers.setFixedHeight(60)
@@ -81,6 +92,7 @@ class NodeSettingsForm(QGroupBox):
         for key, label, w in (("data_dir", "Data folder:", self.data_dir),
                               ("torrent_port", "BitTorrent port:", self.torrent_port),
                               ("torrent_peers", "BitTorrent peers:", self.torrent_peers),
+                              ("waku_network", "Network:", self.network),
                               ("waku_port", "Waku port:", self.waku_port),
                               ("waku_peers", "Waku peers:", self.waku_peers),
                               ("nwaku", "nwaku REST URL:", self.nwaku),
@@ -92,6 +104,8 @@ class NodeSettingsForm(QGroupBox):
             row.addWidget(w, 1)
             row.addWidget(note)
             form.addRow(label, row)
+            if key == "waku_network":
+                form.addRow("", self.network_about)
         self.spark = SparkBox(s, lambda: self._note(AFTER_RESTART))
         self.applies.update(self.spark.applies)
         self.error = QLabel("")
@@ -102,6 +116,9 @@ class NodeSettingsForm(QGroupBox):
         lay.addLayout(form)
         lay.addWidget(self.spark)
         lay.addWidget(self.error)
+
+    def _show_network(self) -> None:
+        self.network_about.setText(NETWORKS[self.network.currentData()].about)
 
     @staticmethod
     def _note(text: str) -> QLabel:
@@ -125,6 +142,7 @@ class NodeSettingsForm(QGroupBox):
         return dataclasses.replace(
             self.loaded, data_dir=Path(text).expanduser() if text else self.loaded.data_dir,
             torrent_listen=f"{host}:{self.torrent_port.value()}", waku_port=self.waku_port.value(),
+            waku_network=self.network.currentData(),
             waku_peers=[p.strip() for p in self.waku_peers.toPlainText().splitlines() if p.strip()],
             waku_backend=backend, waku_rest_url=url or self.loaded.waku_rest_url,
             torrent_peers=self._peers(), grace_period=self._kept(self.grace, self.loaded.grace_period, 60),

@@ -48,6 +48,14 @@ remove the workaround). No upstream issue was found for any of them in the issue
 15. yamux sends a WINDOW_UPDATE after nearly every read (stream_muxer/yamux/yamux.py
     YamuxStream._auto_tune_and_send_window_update; one frame per byte of a length prefix read byte by byte):
     credit only once half of the window is consumed, as go-yamux does (libp2p_yamux.py, test_libp2p_fix15.py).
+16. Pubsub caps every RPC at 1 MiB both ways (pubsub/rpc_queue.py DefaultMaxMessageSize: the per-peer queue
+    silently drops a bigger outbound RPC, gossipsub.py GossipSub.send_rpc -> _handle_dropped_rpc "oversized";
+    Pubsub(max_inbound_rpc_size=) on reads, where a bigger one resets the peer's stream and drops the peer). An
+    RPC carries the message plus ~300 bytes (topic, signed peer record), so a message within the Status fleet's
+    1 MiB limit was silently never sent, and one from js-waku (its cap: 1 MiB encoded) cost us the peer. Both
+    limits are relay_rpc_limit(max_message_size) = max(1 MiB, 2 x max_message_size) per node: the node's own
+    message limit governs, and an oversize message up to twice the limit is read, refused by the relay
+    validator with a log line naming its size, and the peer is kept.
 Fixes 10-13 are also exercised end to end in tests/integration/waku/test_faults.py and test_connection_limits.py.
 """
 from __future__ import annotations
@@ -190,13 +198,34 @@ class WakuGossipSub(GossipSub):
         return True  # StrictNoSign: no from/seqno to key on; duplicates are caught by the seen cache
 
 
+def relay_rpc_limit(max_message_size: int) -> int:
+    """fix 16: the largest pubsub RPC sent or read, for a node whose message limit is `max_message_size`."""
+    return max(rpc_queue.DefaultMaxMessageSize, 2 * max_message_size)
+
+
+class _SizedQueues(dict):
+    """fix 16: Pubsub creates each peer's RpcQueue with the 1 MiB default; every queue stored here gets ours."""
+
+    def __init__(self, max_rpc_size: int):
+        super().__init__()
+        self.max_rpc_size = max_rpc_size
+
+    def __setitem__(self, peer_id, queue) -> None:
+        queue.max_message_size = self.max_rpc_size
+        super().__setitem__(peer_id, queue)
+
+
 class WakuPubsub(Pubsub):
     """Pubsub with StrictNoSign and sha256 ids that hands every validated message to `on_message`
-    synchronously (fix 5a) and publishes unsigned messages (fix 2)."""
+    synchronously (fix 5a), publishes unsigned messages (fix 2) and sends and reads RPCs up to `max_rpc_size`
+    (fix 16; default: for 1 MiB messages)."""
 
-    def __init__(self, host, router, on_message: Callable[[str, rpc_pb2.Message], None], **kw):
+    def __init__(self, host, router, on_message: Callable[[str, rpc_pb2.Message], None], *,
+                 max_rpc_size: int | None = None, **kw):
+        max_rpc_size = max_rpc_size or relay_rpc_limit(1024 * 1024)
         super().__init__(host, router, strict_signing=False, msg_id_constructor=waku_message_id,
-                         seen_ttl=120, cache_size=None, **kw)
+                         seen_ttl=120, cache_size=None, max_inbound_rpc_size=max_rpc_size, **kw)
+        self.peer_queues = _SizedQueues(max_rpc_size)
         self._on_message = on_message
 
     def notify_subscriptions(self, publish_message: rpc_pb2.Message) -> None:

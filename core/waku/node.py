@@ -26,7 +26,7 @@ from core.waku.identity import load_or_create_identity
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S, RequestLimiter
 from core.waku.connection_limits import ConnectionLimits, InboundGate
 from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, conn_remote_ip, \
-    connection_config, disable_auto_connector, incoming_unprotected, install_connection_limits
+    connection_config, disable_auto_connector, incoming_unprotected, install_connection_limits, relay_rpc_limit
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S
 from core.waku.message import DEFAULT_MAX_FUTURE_S, DEFAULT_MAX_MESSAGE_SIZE, NS, InvalidMessage, WakuMessage, \
     decode_message, encode_message, validate_message
@@ -133,7 +133,8 @@ class WakuNode:
         self._rejected_changed = trio.Event()
         self._conn_changed = trio.Event()   # set (and replaced) whenever a connection opens or closes
         self.router = WakuGossipSub()
-        self.pubsub = WakuPubsub(self.host, self.router, self._on_pubsub)
+        self.pubsub = WakuPubsub(self.host, self.router, self._on_pubsub,
+                                 max_rpc_size=relay_rpc_limit(config.max_message_size))  # fix 16
         h = self.host
         h.set_stream_handler(metadata.METADATA_PROTOCOL, self._serve_metadata)
         self.limiter = RequestLimiter(per_peer_s=config.requests_per_s, peer_burst=config.request_burst,
@@ -336,7 +337,9 @@ class WakuNode:
             raise lightpush.UnsupportedTopic(f"not relaying {pubsub_topic}")
         data = encode_message(msg)
         if len(data) > self.config.max_message_size:
-            raise lightpush.PayloadTooLarge(f"message is {len(data)} bytes (max {self.config.max_message_size})")
+            text = f"message is {len(data)} bytes (max {self.config.max_message_size})"
+            log.info("lightpush: refused a message: %s", text)
+            raise lightpush.PayloadTooLarge(text)
         await self.publish(pubsub_topic, msg)
         return self.relay_peers(pubsub_topic)
 

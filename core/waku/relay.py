@@ -35,10 +35,14 @@ class RelayValidator:
         self.clock = clock  # Unix ns
         self.rejected: collections.Counter[str] = collections.Counter()
 
-    def check(self, data: bytes) -> WakuMessage | None:
-        """The decoded message if it may be relayed, else None (and the reason is counted)."""
+    def check(self, data: bytes, source: object = None) -> WakuMessage | None:
+        """The decoded message if it may be relayed, else None (and the reason is counted). An oversize message
+        is logged at info with its size, the limit and `source` (the forwarding peer): it is the one refusal
+        a well-behaved peer can trigger (another network's larger limit), and it costs the sender > 1 MiB each."""
         if len(data) > self.max_message_size:
             self.rejected["oversize"] += 1
+            log.info("relay: refused a message from %s: message is %d bytes (max %d)", source or "?", len(data),
+                     self.max_message_size)
             return None
         try:
             m = decode_message(data)
@@ -52,5 +56,5 @@ class RelayValidator:
             log.debug("relay: refused a message: %s", e)
         return None
 
-    def gossipsub_validator(self, _forwarder, pubsub_msg) -> bool:
-        return self.check(pubsub_msg.data) is not None
+    def gossipsub_validator(self, forwarder, pubsub_msg) -> bool:
+        return self.check(pubsub_msg.data, forwarder) is not None

@@ -3,7 +3,8 @@
 v3 (/vac/waku/store-query/3.0.0): hash cursor (exclusive), sort by (timestamp, hash), pages always returned
 oldest first, default page 20 and max 100, every response carries status_code and a non-empty status_desc,
 a cursor is returned only while more messages remain (so a cursor pointing at the last message yields an empty
-page with 200).
+page with 200). A page with data also stops before MAX_RESPONSE_BYTES (at least one message, cursor set): js-waku
+reads an answer of at most 4 MiB (it-length-prefixed's default): 4 messages of 900 KiB.
 v2.0.0-beta4 (seed 004): Index cursor matched on (sender_time, digest[, pubsub_topic]), sort by
 (sender_time, digest), page_size 0 or above the maximum auto-paginates to the maximum, unknown cursor ->
 INVALID_CURSOR, default direction BACKWARD (enum value 0).
@@ -21,12 +22,24 @@ V3_MAX_PAGE = 100
 V2_MAX_PAGE = 100
 MAX_CONTENT_TOPICS = 100
 MAX_HASHES = 100
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024 - 64 * 1024   # js-waku's read limit, less room for the envelope
 
 OK, BAD_REQUEST, TOO_MANY_REQUESTS, INTERNAL, SERVICE_UNAVAILABLE = 200, 400, 429, 500, 503
 
 
 def to_pb(m: WakuMessage) -> PbWakuMessage:
     return PbWakuMessage.FromString(encode_message(m))
+
+
+def _fit(sizes, max_bytes: int = MAX_RESPONSE_BYTES) -> int:
+    """How many leading entries of these encoded sizes fit in max_bytes (always at least one)."""
+    total = count = 0
+    for size in sizes:
+        total += size + 8   # field tag and length prefixes
+        if total > max_bytes and count:
+            break
+        count += 1
+    return count
 
 
 def _v3_error(req: v3pb.StoreQueryRequest, code: int, desc: str) -> v3pb.StoreQueryResponse:
@@ -60,15 +73,21 @@ def handle_store_v3(store: MessageStore, req: v3pb.StoreQueryRequest, *, default
     rows = store.page(flt, forward=req.pagination_forward, limit=limit + 1, after=after)
     more = len(rows) > limit
     rows = rows[:limit]
+    pbs = []
+    if req.include_data:
+        pbs = [to_pb(r.message) for r in rows]
+        fit = _fit(pb.ByteSize() + len(r.pubsub_topic) + 40 for pb, r in zip(pbs, rows))
+        more, rows, pbs = more or fit < len(rows), rows[:fit], pbs[:fit]
     resp = v3pb.StoreQueryResponse(request_id=req.request_id, status_code=OK, status_desc="OK")
     if more:
         resp.pagination_cursor = rows[-1].hash
     if not req.pagination_forward:
         rows.reverse()
-    for r in rows:
+        pbs.reverse()
+    for i, r in enumerate(rows):
         kv = resp.messages.add(message_hash=r.hash)
         if req.include_data:
-            kv.message.CopyFrom(to_pb(r.message))
+            kv.message.CopyFrom(pbs[i])
             kv.pubsub_topic = r.pubsub_topic
     return resp
 
@@ -103,11 +122,13 @@ def handle_store_v2(store: MessageStore, rpc: v2pb.HistoryRPC, *, max_page: int 
     rows = store.page(flt, forward=forward, limit=page_size + 1, after=after, key="digest")
     more = len(rows) > page_size
     rows = rows[:page_size]
+    pbs = [to_pb(r.message) for r in rows]
+    fit = _fit(pb.ByteSize() for pb in pbs)
+    more, rows, pbs = more or fit < len(rows), rows[:fit], pbs[:fit]
     if more:
         resp.paging_info.cursor.CopyFrom(_index(rows[-1]))
     if not forward:
-        rows.reverse()
-    resp.paging_info.page_size = len(rows)
-    for r in rows:
-        resp.messages.append(to_pb(r.message))
+        pbs.reverse()
+    resp.paging_info.page_size = len(pbs)
+    resp.messages.extend(pbs)
     return out

@@ -63,11 +63,16 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_fetch, mode=None)
 
 
-def _stop_on_signals() -> threading.Event:
+def _stop_on_signals(*also: threading.Event) -> threading.Event:
+    """An event set by SIGINT/SIGTERM (with every event in `also`)."""
     stop = threading.Event()
+
+    def handler(*_) -> None:
+        for e in (stop, *also):
+            e.set()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+            signal.signal(sig, handler)
     return stop
 
 
@@ -110,6 +115,7 @@ def cmd_seed(a) -> int:
 def cmd_fetch(a) -> int:
     from core.cli import print_json
     from core.torrent import events as ev
+    from core.torrent.fetch import FINAL
     from core.torrent.service import TorrentService
     try:
         sel = selection_from_args(a)
@@ -117,7 +123,8 @@ def cmd_fetch(a) -> int:
         print(f"archivist fetch: {e}", file=sys.stderr)
         return 2
     data_dir = a.data_dir or _default_dir("archives")
-    stop = _stop_on_signals()
+    ended = threading.Event()                 # the job reached a final state, or a signal came
+    stop = _stop_on_signals(ended)
     svc = TorrentService(_settings(a), a.state_dir or data_dir / ".torrent-state")
     last = {"t": 0.0}
 
@@ -125,6 +132,8 @@ def cmd_fetch(a) -> int:
         if e.kind != ev.JOB:
             return
         d = e.data
+        if d["state"] in FINAL:
+            ended.set()
         if a.json:
             print_json({"event": "job", **d})
         elif d["state"] != "downloading" or time.monotonic() - last["t"] > 1:
@@ -136,13 +145,13 @@ def cmd_fetch(a) -> int:
     svc.start()
     try:
         job = svc.fetch(a.magnet, data_dir, sel, community_id=a.community_id, peers=a.peer)
-        deadline = time.monotonic() + a.timeout if a.timeout else None
-        while not job.wait(0.2):
-            if stop.is_set() or (deadline is not None and time.monotonic() > deadline):
-                job.pause()
-                print(f"archivist fetch: stopped at {job.snapshot()['progress'] * 100:.1f}%; run again to resume",
-                      file=sys.stderr)
-                return 3
+        ended.wait(a.timeout or None)         # no polling: the job's end, a signal, or --timeout (0: none)
+        # a final state is set on the alert thread just before job.done: wait for that instant, not longer
+        if not job.wait(10 if ended.is_set() and not stop.is_set() else 0):
+            job.pause()
+            print(f"archivist fetch: stopped at {job.snapshot()['progress'] * 100:.1f}%; run again to resume",
+                  file=sys.stderr)
+            return 3
     finally:
         svc.close()
     snap = job.snapshot()

@@ -90,7 +90,7 @@ class SeededTorrent:
                 self._set_state(IDLE)
 
     def on_tick(self, now: float) -> None:
-        pass
+        return None      # no timer
 
     def _set_state(self, state: str) -> None:
         changed = state != self.state

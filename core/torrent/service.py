@@ -1,15 +1,20 @@
 """One libtorrent session, one alert thread (UX-AND-ANCHORS.md: torrent clients).
 
-The alert thread waits with `wait_for_alert`, copies each alert into a plain TorrentEvent, dispatches it to the
-torrent's owner (a SeededTorrent or a FetchJob) and to subscribers, polls status with `post_torrent_updates`
-about once a second, and runs commands queued from other threads. Every libtorrent call on a torrent happens on
-that thread, so owners need no locks.
+The alert thread sleeps in `poll` on one pipe until something happens: libtorrent writes a byte to it when an
+alert arrives (`set_alert_fd`), `call()` writes one when it queues a command, `close()` one to stop. It then runs
+the queued commands, copies each alert into a plain TorrentEvent, dispatches it to the torrent's owner (a
+SeededTorrent or a FetchJob) and to subscribers. The only timers are what they are for: `post_torrent_updates`
+every `status_interval` s (progress for the views) and the owners' own deadlines (metadata timeout, resume
+timer), each woken exactly when due. No fixed polling tick stands between an event and its handling. Every
+libtorrent call on a torrent happens on that thread, so owners need no locks.
 """
 from __future__ import annotations
 
 import errno
 import logging
+import os
 import queue
+import select
 import threading
 import time
 from concurrent.futures import Future
@@ -19,6 +24,7 @@ from typing import Callable, Protocol
 import libtorrent as lt
 
 from core.torrent import events as ev
+from core.torrent.nodelay import set_nodelay
 from core.torrent.resume import ResumeStore, ShutdownMarker
 from core.torrent.settings import TorrentSettings
 
@@ -29,7 +35,7 @@ class Owner(Protocol):
     infohash: str
 
     def on_event(self, e: ev.TorrentEvent) -> None: ...
-    def on_tick(self, now: float) -> None: ...
+    def on_tick(self, now: float) -> float | None: ...   # returns when it next wants a tick (None: no timer)
 
 
 def infohash_of(a) -> str:
@@ -73,7 +79,9 @@ def _convert(a) -> list[ev.TorrentEvent]:
         code = "disk-full" if a.error.value() == errno.ENOSPC else t.replace("_alert", "").replace("_", "-")
         return [ev.TorrentEvent(ev.ERROR, ih, {"code": code, "message": f"{a.error.message()} ({a.message()})"})]
     if t in ("peer_connect_alert", "peer_disconnected_alert"):
-        return [ev.TorrentEvent(ev.PEER, ih, {"connected": t == "peer_connect_alert", "peer": str(a.endpoint)})]
+        ep = a.endpoint
+        return [ev.TorrentEvent(ev.PEER, ih, {"connected": t == "peer_connect_alert", "peer": str(ep),
+                                              "endpoint": (str(ep[0]), int(ep[1])) if isinstance(ep, tuple) else None})]
     if t in ("listen_succeeded_alert", "listen_failed_alert"):
         return [ev.TorrentEvent(ev.LISTEN, "", {"ok": t == "listen_succeeded_alert", "message": a.message(),
                                                 "socket": str(a.socket_type).rsplit(".", 1)[-1]})]
@@ -96,6 +104,8 @@ class TorrentService:
         self.listen_ok: bool | None = None
         self.portmap_ok: bool | None = None
         self._ses = None
+        self._wake_r = self._wake_w = -1      # the alert thread's pipe: alerts, commands and close write to it
+        self._remotes: set[tuple[str, int]] = set()   # peers we connected out to (TCP_NODELAY, nodelay.py)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._cmds: "queue.SimpleQueue[tuple[Callable, Future]]" = queue.SimpleQueue()
@@ -110,6 +120,11 @@ class TorrentService:
         if self._marker:
             self.unclean_previous = self._marker.acquire()
         self._ses = lt.session(self.settings.settings_pack())
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)      # libtorrent's write must never block its network thread
+        self._ses.set_alert_fd(self._wake_w)
+        self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="torrent-alerts", daemon=True)
         self._thread.start()
         return self
@@ -133,9 +148,16 @@ class TorrentService:
         except Exception as e:  # a failing save must not keep the session alive
             log.warning("saving resume data at shutdown failed: %s", e)
         self._stop.set()
+        self._wake()
         self._thread.join(timeout)
         self._thread = None
+        self._ses.set_alert_fd(-1)    # under libtorrent's alert lock: no write to the pipe after this returns
+        # peers closed first: the session's shutdown then ends at once instead of on its next 100 ms abort tick
+        self._ses.pause()
         self._ses = None
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
+        self._wake_r = self._wake_w = -1
         if self._marker:
             self._marker.release()
 
@@ -144,7 +166,14 @@ class TorrentService:
         """Run `fn(*args)` on the alert thread."""
         fut: Future = Future()
         self._cmds.put((lambda: fn(*args), fut))
+        self._wake()
         return fut
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except OSError:   # pipe full: a wake-up is pending anyway; closed: the thread is gone
+            pass
 
     def subscribe(self, callback: Callable[[ev.TorrentEvent], None]) -> Callable[[], None]:
         """`callback` runs on the alert thread with every event: keep it short."""
@@ -160,9 +189,17 @@ class TorrentService:
 
     def _run(self) -> None:
         ses = self._ses
-        last_status = 0.0
-        tick_ms = max(1, int(self.settings.tick * 1000))
+        next_status = 0.0
+        wake_at = 0.0
+        poller = select.poll()                  # not select(): no limit on the descriptor's number
+        poller.register(self._wake_r, select.POLLIN)
         while not self._stop.is_set():
+            poller.poll(max(0, int((wake_at - self.clock()) * 1000) + 1))   # +1: never wake just before the due time
+            try:
+                while os.read(self._wake_r, 4096):   # drained before pop_alerts: no wake-up is lost
+                    pass
+            except BlockingIOError:
+                pass
             while True:
                 try:
                     fn, fut = self._cmds.get_nowait()
@@ -173,18 +210,21 @@ class TorrentService:
                         fut.set_result(fn())
                     except BaseException as e:  # handed to the caller
                         fut.set_exception(e)
-            ses.wait_for_alert(tick_ms)
             for e in [e for a in ses.pop_alerts() for e in _convert(a)]:
                 self._dispatch(e)
             now = self.clock()
-            if now - last_status >= self.settings.status_interval:
-                last_status = now
+            if now >= next_status:
+                next_status = now + self.settings.status_interval
                 ses.post_torrent_updates()
+            wake_at = next_status
             for owner in list(self.owners.values()):
                 try:
-                    owner.on_tick(now)
+                    due = owner.on_tick(now)
                 except Exception:
                     log.exception("torrent owner tick failed")
+                    continue
+                if due is not None:
+                    wake_at = min(wake_at, due)
         # fail commands still queued so callers do not hang
         while not self._cmds.empty():
             _, fut = self._cmds.get_nowait()
@@ -193,6 +233,15 @@ class TorrentService:
     def _dispatch(self, e: ev.TorrentEvent) -> None:
         if e.kind == ev.LISTEN and e.data["socket"] == "tcp":   # peers reach us over TCP (uTP may be off)
             self.listen_ok = e.data["ok"] if self.listen_ok is not True else True
+            self._nodelay()
+        elif e.kind == ev.PEER and e.data.get("endpoint"):
+            if e.data["connected"]:
+                self._remotes.add(e.data["endpoint"])
+                self._nodelay()
+            else:
+                self._remotes.discard(e.data["endpoint"])
+        elif e.kind == ev.METADATA:   # the handshake is done: an outgoing connect still under way above is now up
+            self._nodelay()
         elif e.kind == ev.PORTMAP:
             self.portmap_ok = bool(self.portmap_ok) or e.data["ok"]
         elif e.kind == ev.RESUME_SAVED and self.resume is not None:
@@ -208,12 +257,17 @@ class TorrentService:
         else:
             self.emit(ev.TorrentEvent(ev.RESUME_SAVED, e.infohash, {"bytes": len(e.data["data"])}))
 
+    def _nodelay(self) -> None:
+        if self.settings.tcp_nodelay:
+            set_nodelay({self._ses.listen_port()}, self._remotes)
+
     def _save_all_resume(self) -> None:
         """Runs on the alert thread: ask every unfinished download for resume data and wait for all of them."""
         pending = set()
         for job in list(self.jobs.values()):
             h = getattr(job, "handle", None)
-            if h is not None and h.is_valid() and h.torrent_file() is not None and self.resume is not None:
+            if (h is not None and h.is_valid() and h.torrent_file() is not None and self.resume is not None
+                    and h.need_save_resume_data()):   # not again what completion or a pause just saved
                 h.save_resume_data(lt.save_resume_flags_t.save_info_dict | lt.save_resume_flags_t.flush_disk_cache)
                 pending.add(job.infohash)
         deadline = time.monotonic() + 5

@@ -22,7 +22,7 @@ class TorrentSettings:
     metadata_retries: int = 1            # ... and one retry
     status_interval: float = 1.0         # post_torrent_updates period
     resume_interval: float = 10.0        # short timer for resume data
-    tick: float = 0.1                    # alert wait; bounds the latency of commands
+    tcp_nodelay: bool = True             # Nagle off on libtorrent's peer sockets (nodelay.py: 40 ms stalls)
     upload_rate_limit: int = 0           # bytes/s per torrent, 0 = unlimited
     download_rate_limit: int = 0
     max_torrent_bytes: int = 1 << 40     # a torrent claiming more is refused (sane sizes)

@@ -9,6 +9,7 @@ while appending, leaves the folder exactly as it was.
 """
 from __future__ import annotations
 
+import functools
 import shutil
 import time
 import uuid
@@ -20,7 +21,9 @@ from core.archive.constants import MAX_ARCHIVE_PAYLOAD, PARTITION_SECONDS
 from core.archive.diskio import disk_error
 from core.archive.folder import ArchiveFolder
 from core.pipeline.session import SparkJob, SparkOwner
-from core.pipeline.spark_encode import encode_on_spark
+from core.pipeline.source import STAGE_UNSEEN, STORE_UNSEEN
+from core.pipeline.spark_encode import PipelineError, encode_on_spark
+from core.pipeline.stage import Stage, StageUnseen, stage_windows, unseen_message
 from core.storage import waku_messages
 
 
@@ -29,31 +32,56 @@ def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: st
               trackers: Sequence[str] = (), transform: ArchiveTransform | None = None,
               cap: int = MAX_ARCHIVE_PAYLOAD, interval: int = PARTITION_SECONDS,
               now: Callable[[], float] = time.time, hold: tuple[str, int] | None = None,
-              plan: str = "fused", index_codec=None) -> BuildResult:
+              plan: str = "fused", index_codec=None, stage_dir: Path | str | None = None) -> BuildResult:
     """Same contract as core.archive.build.build_archives, with the reading, ordering, chunking and encoding on
-    Spark. Runs on the Spark owner thread (see `submit_build`)."""
+    Spark. Runs on the Spark owner thread (see `submit_build`).
+
+    `stage_dir` (default: the owner's `SparkSettings.stage_dir`) is used when the master is not local: the driver
+    stages the windows there and executors never open `db_path` (core/pipeline/stage.py). Local mode ignores it."""
     end = int(now()) if end is None else end
     db_path = str(Path(db_path).resolve())
+    if stage_dir is None and job is not None:
+        stage_dir = job.owner.settings.stage_dir
+    staged = stage_dir is not None and not spark.sparkContext.master.startswith("local")
     folder = ArchiveFolder(community_folder(data_dir, community_id), create=True, index_codec=index_codec)
+    stage: Stage | None = None
     con = waku_messages.connect(db_path, create=False)
-    try:  # one indexed MIN() on the driver; the bulk read happens in the executors
+    try:  # one indexed MIN() on the driver; the bulk read happens in the executors (or in stage_windows)
         oldest = waku_messages.oldest_timestamp(con, topics)
+        windows = plan_build(folder, oldest, end, start, interval).windows
+        if staged and windows and topics:
+            stage = Stage(stage_dir, spark.sparkContext.applicationId).create()
+            try:
+                stage_windows(con, topics, windows, cap, stage, job.check_cancelled if job is not None else None)
+            except BaseException:
+                stage.remove()
+                raise
     finally:
         con.close()
-    windows = plan_build(folder, oldest, end, start, interval).windows
-    spool = Path(data_dir) / f".spark-spool-{community_id}-{uuid.uuid4().hex[:12]}"
+    if stage is not None:
+        spool, remove = stage.out, stage.remove
+    else:
+        spool = Path(data_dir) / f".spark-spool-{community_id}-{uuid.uuid4().hex[:12]}"
+        try:
+            spool.mkdir()
+        except OSError as e:
+            raise disk_error(e, spool, "creating the spool folder", "nothing was written") from None
+        remove = functools.partial(_remove_spool, spool)
     try:
-        spool.mkdir()
-    except OSError as e:
-        raise disk_error(e, spool, "creating the spool folder", "nothing was written") from None
-    try:
-        produced = encode_on_spark(spark, db_path, topics, windows, cap=cap, transform=transform, hold=hold,
-                                   plan=plan, spool_dir=spool.resolve())
+        try:
+            produced = encode_on_spark(spark, db_path, topics, windows, cap=cap, transform=transform, hold=hold,
+                                       plan=plan, spool_dir=spool.resolve(),
+                                       stage=stage.path if stage is not None else None)
+        except PipelineError as e:
+            line = unseen_message(str(e)) if e.code in (STAGE_UNSEEN, STORE_UNSEEN) else None
+            if line is None:
+                raise
+            raise StageUnseen(line) from None
         if job is not None:
             job.check_cancelled()  # last point where a cancel still leaves the folder untouched
         new_ids = folder.append(produced)
     finally:
-        _remove_spool(spool)
+        remove()
     return finish_build(folder, community_id, torrent_dir, trackers, new_ids, produced.messages)
 
 

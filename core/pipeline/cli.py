@@ -22,7 +22,8 @@ def _owner(a, command: str):
     s = SparkSettings(master=a.master, driver_host=a.driver_host, driver_bind=a.driver_bind,
                       driver_port=a.driver_port, block_manager_port=a.block_manager_port,
                       executor_python=a.executor_python, executor_timeout=a.executor_timeout,
-                      secret_file=a.spark_secret_file, encrypt=a.spark_encrypt)
+                      secret_file=a.spark_secret_file, encrypt=a.spark_encrypt,
+                      stage_dir=getattr(a, "stage_dir", None))
     s.secret_conf()
     warning = s.security_warning()
     if warning:
@@ -52,6 +53,13 @@ def add_spark_arguments(p) -> None:
                    f"no worker, or every worker lost (cluster mode; default {DEFAULT_EXECUTOR_TIMEOUT:g})")
     add_security_arguments(p)
     p.add_argument("--progress", action="store_true", help="show the fraction of Spark tasks done on stderr")
+
+
+def add_stage_argument(p) -> None:
+    p.add_argument("--stage-dir", metavar="PATH",
+                   help="cluster mode: a folder shared at the same path by this machine and every worker; the "
+                   "driver stages its input there (messages, or the archives to import) and executors read only "
+                   "it, never the SQLite store or `data` (ignored in local mode; docs/PIPELINE.md)")
 
 
 def _wait(job, show_progress: bool):
@@ -191,12 +199,13 @@ def cmd_spark_daemon(a) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("spark-build", help="build archives on Spark (same arguments and bytes as `build`)")
-    add_build_arguments(p)     # the database must be readable by the executors (a shared path on a cluster)
+    p = sub.add_parser("spark-build")
+    add_build_arguments(p)     # on a cluster without --stage-dir the executors open the database (a shared path)
     add_spark_arguments(p)
+    add_stage_argument(p)
     p.set_defaults(func=cmd_spark_build)
 
-    p = sub.add_parser("spark-hydrate", help="import downloaded archives into a member history database on Spark")
+    p = sub.add_parser("spark-hydrate")
     p.add_argument("--folder", required=True, help="folder with the downloaded `data` and `index`")
     p.add_argument("--community-id", required=True, type=_community_id)
     p.add_argument("--db", required=True, help="member history SQLite file (created if missing)")
@@ -205,6 +214,7 @@ def register(sub) -> None:
     add_selection_arguments(p)
     p.add_argument("--key", action="append", help="community group key HEX[@TIMESTAMP_MS] (encrypted; repeat)")
     add_spark_arguments(p)
+    add_stage_argument(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_spark_hydrate)
 

@@ -6,8 +6,9 @@ the foreground through `serve()`. With a secret file, both daemons get `spark.au
 `spark.network.crypto.enabled`) from a 0600 properties file in a private folder, removed once the daemon has read it.
 
 For tests and for trying cluster mode on one machine: `with StandaloneCluster(workdir) as c: c.master_url`.
-Ports are chosen by Spark (port 0) and read back from the daemons' logs. The input store and archive folders must
-sit where the executors can read them (here: the same file system).
+Ports are chosen by Spark (port 0) and read back from the daemons' logs. The executors read the job's stage
+folder (`--stage-dir`), else the input store and downloaded archives, at the driver's paths (here: the same file
+system, unless `worker_prefix` starts the worker in a mount namespace that hides some of it).
 The worker gets a clean environment, like a separate machine: no PYTHONPATH into the checkout (the driver ships
 the code as a zip), and `python3` on its PATH is `python` (default: this interpreter, as if its venv were active).
 Also runnable: `python -m core.pipeline.cluster WORKDIR [--no-worker]` prints the master URL, runs until Ctrl-C.
@@ -43,13 +44,13 @@ def spark_home() -> Path:
 class _Daemon:
     """A spark-class process whose log lines are scanned for a pattern (an Event, no polling)."""
 
-    def __init__(self, args: list[str], log_path: Path, pattern: re.Pattern, env: dict):
+    def __init__(self, args: list[str], log_path: Path, pattern: re.Pattern, env: dict, prefix: tuple = ()):
         self.pattern = pattern
         self.match: re.Match | None = None
         self.failure: list[str] | None = None   # a refused registration: the log record's lines
         self.ready = threading.Event()
         self.log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "w")
-        self.proc = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([*prefix, str(spark_home() / "bin" / "spark-class"), *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -105,7 +106,7 @@ class StandaloneCluster:
     def __init__(self, workdir: Path | str, *, cores: int | None = 2, memory: str | None = "1g",
                  timeout: float = 180.0, worker: bool = True, master: bool = True, host: str = "127.0.0.1",
                  port: int = 0, webui_port: int = 0, python: str = sys.executable, secret_file: str | None = None,
-                 encrypt: bool = False, master_url: str | None = None):
+                 encrypt: bool = False, master_url: str | None = None, worker_prefix: tuple = ()):
         self.workdir = Path(workdir)
         self.cores, self.memory, self.timeout = cores, memory, timeout
         self.with_worker, self.with_master, self.host, self.python = worker, master, host, python
@@ -114,6 +115,8 @@ class StandaloneCluster:
         self.master: _Daemon | None = None
         self.worker: _Daemon | None = None
         self.master_url: str | None = master_url   # worker only (master=False): the master to register with
+        # Command run before the worker's spark-class (it must exec it), e.g. a mount namespace in the tests.
+        self.worker_prefix = tuple(worker_prefix)
 
     def _env(self) -> dict:
         env = {k: v for k, v in os.environ.items()
@@ -135,7 +138,8 @@ class StandaloneCluster:
                                            security.properties_text(self.auth))
             args = [*args, "--properties-file", str(props)]
         try:
-            d = _Daemon(args, self.workdir / f"{name}.log", pattern, self._env())
+            d = _Daemon(args, self.workdir / f"{name}.log", pattern, self._env(),
+                        self.worker_prefix if name == "worker" else ())
             try:
                 d.wait(self.timeout, f"Spark {name}", self.master_url if name == "worker" else None,
                        bool(self.auth))

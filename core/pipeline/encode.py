@@ -27,11 +27,11 @@ def spool_name(window: int, chunk: int) -> str:
 
 
 def write_spool(spool_dir: str, window: int, chunk: int, raw: bytes) -> str:
-    """Write one encoded archive into the driver-made spool folder (never created here: once the driver has
-    removed it after a cancel, a late task fails instead of leaving a file behind)."""
+    """Write one encoded archive (mode 0600) into the driver-made spool folder (never created here: once the driver
+    has removed it after a cancel, a late task fails instead of leaving a file behind)."""
     import os
     path = os.path.join(spool_dir, spool_name(window, chunk))
-    with open(path + ".part", "wb") as f:
+    with os.fdopen(os.open(path + ".part", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "wb") as f:
         f.write(raw)
     os.replace(path + ".part", path)
     return path

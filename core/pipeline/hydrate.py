@@ -1,6 +1,7 @@
 """The Spark hydrate job: downloaded `data` + chosen index entries -> decoded in executors -> member history DB.
 
-Executors read their archives' bytes straight from the `data` file (it must be readable where they run) and turn
+Executors read their archives' bytes straight from the `data` file (it must be readable where they run) or, with
+a stage folder on a cluster (`--stage-dir`), from the copies the driver put there (core/pipeline/stage.py), and turn
 them into rows with core.history_import.read_archive_rows (the same checks and rows as the single-process
 importer). The driver streams the results (toLocalIterator) and writes each window, all its chunks together, in
 one transaction (core.storage.history.import_window). Which archives form which window, and what is already
@@ -8,6 +9,7 @@ imported, is core.history_import.plan_import's decision, as for the member node.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -17,6 +19,8 @@ from core.archive.constants import DATA_FILE, INDEX_FILE
 from core.archive.errors import ArchiveError
 from core.history_import import ImportResult, WindowImport, plan_import, read_archive_rows
 from core.pipeline.session import SparkJob, SparkOwner
+from core.pipeline.source import DATA_UNSEEN, STAGE_UNSEEN, unseen_error
+from core.pipeline.stage import Stage, StageUnseen, stage_archives, unseen_message
 from core.status.unwrap import Unwrapper, default_unwrap
 from core.storage import history
 
@@ -33,9 +37,30 @@ class HydrateError(ArchiveError):
 
 
 def decode_entries(entries: Iterable[tuple], data_path: str, community_id: str, unwrap: Unwrapper,
-                   open_archive=None):
-    """Executor side: for each (archive_id, offset, size, padding, start, end) yield (archive_id, error, rows)."""
-    with open(data_path, "rb") as f:
+                   open_archive=None, stage: str | None = None):
+    """Executor side: for each (archive_id, offset, size, padding, start, end) yield (archive_id, error, rows).
+    With `stage` (the job's stage folder, core/pipeline/stage.py) each archive is `<stage>/in/<archive id>` and its
+    offset 0. A `data` file or stage this machine cannot open gives every entry the same error,
+    `<code>\t<host>\t<path>` (the driver's one line)."""
+    if stage is not None and not os.path.isdir(os.path.join(stage, "in")):
+        yield from _all_failed(entries, unseen_error(STAGE_UNSEEN, stage))
+        return
+    if stage is not None:
+        for aid, offset, size, padding, start, end in entries:
+            try:
+                with open(os.path.join(stage, "in", aid), "rb") as f:
+                    rows = read_archive_rows(f, community_id, aid, IndexEntry(start, end, (), 0, size, padding),
+                                             open_archive, unwrap)
+                yield aid, None, rows
+            except Exception as e:  # noqa: BLE001 - reported by archive ID on the driver
+                yield aid, f"{getattr(e, 'code', type(e).__name__)}: {e}", None
+        return
+    try:
+        f = open(data_path, "rb")
+    except OSError:
+        yield from _all_failed(entries, unseen_error(DATA_UNSEEN, data_path))
+        return
+    with f:
         for aid, offset, size, padding, start, end in entries:
             try:
                 e = IndexEntry(start, end, (), offset, size, padding)
@@ -44,14 +69,22 @@ def decode_entries(entries: Iterable[tuple], data_path: str, community_id: str, 
                 yield aid, f"{getattr(e, 'code', type(e).__name__)}: {e}", None
 
 
+def _all_failed(entries: Iterable[tuple], error: str):
+    for entry in entries:
+        yield entry[0], error, None
+
+
 def hydrate_job(spark, job: SparkJob | None, folder: Path | str, community_id: str, history_db: Path | str, *,
                 archive_ids: Sequence[str] | None = None, selection=None, unwrap: Unwrapper = default_unwrap,
-                open_archive=None, open_index=None, fault_after_windows: int | None = None) -> ImportResult:
+                open_archive=None, open_index=None, fault_after_windows: int | None = None,
+                stage_dir: Path | str | None = None) -> ImportResult:
     """Import the chosen archives of a downloaded folder into `history_db`: `archive_ids`, else those `selection`
     (a core.torrent.selection.Selection) picks, else all; always whole windows, skipping what is imported.
 
     `open_archive`/`open_index` open an encrypted community's archives and index (picklable: they run in
-    executors). `fault_after_windows` is a test seam: raise inside the transaction of that window (0-based)."""
+    executors). `fault_after_windows` is a test seam: raise inside the transaction of that window (0-based).
+    `stage_dir` (default: the owner's `SparkSettings.stage_dir`; ignored in local mode): the driver copies the
+    chosen archives there and executors read only those copies, never `data` (core/pipeline/stage.py)."""
     folder = Path(folder)
     data_path, index_path = str((folder / DATA_FILE).resolve()), folder / INDEX_FILE
     raw_index = index_path.read_bytes()
@@ -73,6 +106,19 @@ def hydrate_job(spark, job: SparkJob | None, folder: Path | str, community_id: s
         window_of = {a: w for w in plan for a in w.archive_ids}
         entries = [(a, index[a]) for w in plan for a in w.archive_ids]
         sc = spark.sparkContext
+        if stage_dir is None and job is not None:
+            stage_dir = job.owner.settings.stage_dir
+        stage = None
+        if stage_dir is not None and not sc.master.startswith("local"):
+            stage = Stage(stage_dir, sc.applicationId).create()
+            try:
+                stage_archives(data_path, [(a, e.offset, e.size) for a, e in entries], stage,
+                               job.check_cancelled if job is not None else None)
+            except BaseException:
+                stage.remove()
+                raise
+        else:
+            os.stat(data_path)   # FileNotFoundError (exit 2) before any task, as for a missing index
         # toLocalIterator brings one partition's decoded rows at a time into the 2 GB driver heap (two with
         # prefetch): keep a partition near 64 MB of archives (one partition of 1.25M rows killed the JVM at 10M).
         total = sum(e.size for _, e in entries)
@@ -80,33 +126,14 @@ def hydrate_job(spark, job: SparkJob | None, folder: Path | str, community_id: s
         if job is not None:
             job.expected_tasks = slices
         payload = [(a, e.offset, e.size, e.padding, e.start, e.end) for a, e in entries]
+        staged = str(stage.path) if stage is not None else None
         rdd = sc.parallelize(payload, slices).mapPartitions(
-            lambda it: decode_entries(it, data_path, community_id, unwrap, open_archive))
-
-        pending: dict[str, list] = {}
-        bad: set[WindowImport] = set()
-        written = 0
-        for aid, err, rows in rdd.toLocalIterator(prefetchPartitions=True):
-            w = window_of[aid]
-            if err is not None:
-                result.failed[aid] = err
-                bad.add(w)
-            else:
-                pending[aid] = rows
-            if not all(a in pending or a in result.failed for a in w.archive_ids):
-                continue
-            if w in bad:                      # a window is written whole or not at all
-                for a in w.archive_ids:
-                    pending.pop(a, None)
-                continue
-            if job is not None:
-                job.check_cancelled()
-            all_rows = [r for a in w.archive_ids for r in pending.pop(a)]
-            rows_iter = all_rows if fault_after_windows != written else _explode_midway(all_rows)
-            result.messages += history.import_window(con, community_id, w.start, w.end, rows_iter, w.archive_ids)
-            result.imported_archive_ids.extend(w.archive_ids)
-            result.windows += 1
-            written += 1
+            lambda it: decode_entries(it, data_path, community_id, unwrap, open_archive, staged))
+        try:
+            _write_windows(con, job, community_id, rdd, window_of, result, fault_after_windows)
+        finally:
+            if stage is not None:
+                stage.remove()
     finally:
         con.close()
     if result.failed:
@@ -117,6 +144,38 @@ def hydrate_job(spark, job: SparkJob | None, folder: Path | str, community_id: s
         err.result = result  # what was imported before/around the failure
         raise err
     return result
+
+
+def _write_windows(con, job: SparkJob | None, community_id: str, rdd, window_of: dict, result: ImportResult,
+                   fault_after_windows: int | None) -> None:
+    """Driver side: stream the decoded archives and write each window whole (or not at all)."""
+    pending: dict[str, list] = {}
+    bad: set[WindowImport] = set()
+    written = 0
+    for aid, err, rows in rdd.toLocalIterator(prefetchPartitions=True):
+        w = window_of[aid]
+        if err is not None and unseen_message(err) is not None:   # an executor cannot open the stage or `data`
+            raise StageUnseen(unseen_message(err, f"{result.windows} windows were imported before it; running "
+                                             "again imports the rest" if result.windows else "nothing was imported"))
+        if err is not None:
+            result.failed[aid] = err
+            bad.add(w)
+        else:
+            pending[aid] = rows
+        if not all(a in pending or a in result.failed for a in w.archive_ids):
+            continue
+        if w in bad:                      # a window is written whole or not at all
+            for a in w.archive_ids:
+                pending.pop(a, None)
+            continue
+        if job is not None:
+            job.check_cancelled()
+        all_rows = [r for a in w.archive_ids for r in pending.pop(a)]
+        rows_iter = all_rows if fault_after_windows != written else _explode_midway(all_rows)
+        result.messages += history.import_window(con, community_id, w.start, w.end, rows_iter, w.archive_ids)
+        result.imported_archive_ids.extend(w.archive_ids)
+        result.windows += 1
+        written += 1
 
 
 class InjectedFault(RuntimeError):

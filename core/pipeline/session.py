@@ -190,6 +190,7 @@ class SparkSettings:
     pyfiles_cache: str | None = None          # where project_zip() keeps its zips (default: ~/.cache/archivist)
     secret_file: str | None = None            # cluster's shared secret (spark.authenticate), a 0600 file
     encrypt: bool = False                     # spark.network.crypto.enabled (needs secret_file)
+    stage_dir: str | None = None              # cluster mode: shared folder the driver stages windows in (stage.py)
     extra: dict[str, str] = field(default_factory=dict)
 
     @property

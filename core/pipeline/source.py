@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
@@ -34,6 +34,20 @@ SCHEMA = ("window INT, timestamp BIGINT, hash BINARY, sig BINARY, topic BINARY, 
           "third_party_id STRING")
 BATCH_ROWS = 4096
 BATCH_BYTES = 16 << 20
+
+
+# Error rows of an executor that cannot see the stage folder or open the store: "<code>\t<host>\t<path>".
+STAGE_UNSEEN, STORE_UNSEEN, DATA_UNSEEN = "stage-unseen", "store-unseen", "data-unseen"
+
+
+def unseen_error(code: str, path: str) -> str:
+    import socket
+    return f"{code}\t{socket.gethostname()}\t{path}"
+
+
+def unseen_row(pa, partition: "WindowPartition", code: str, path: str):
+    return encoded_batch(pa, (partition.window, 0, partition.lo, partition.hi, 0, b"", unseen_error(code, path),
+                              None))
 
 
 class WindowPartition(InputPartition):
@@ -70,24 +84,13 @@ class WakuMessagesReader(DataSourceReader):
             return
         con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
         try:
-            marks = ",".join("?" * len(self.topics))
-            cur = con.execute(
-                f"SELECT timestamp, hash, sig, topic, payload, padding, third_party_id FROM waku_messages "
-                f"WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks}) "
-                f"AND length(payload) + length(sig) <= ?",
-                (partition.lo, partition.hi, *self.topics, self.cap))
             cols: list[list] = [[] for _ in range(7)]
             size = 0
-            fromhex = _unhex
-            for ts, h, sig, topic, payload, padding, tpid in cur:
-                cols[0].append(ts)
-                cols[1].append(fromhex(h))
-                cols[2].append(sig)
-                cols[3].append(fromhex(topic))
-                cols[4].append(payload)
-                cols[5].append(padding or b"")
-                cols[6].append(tpid or "")
-                size += len(payload) + len(sig)
+            for m in window_messages(con, self.topics, partition.lo, partition.hi, self.cap, ordered=False):
+                for col, v in zip(cols, (m.timestamp, m.hash, m.sig, m.topic, m.payload, m.padding,
+                                         m.third_party_id)):
+                    col.append(v)
+                size += len(m.payload) + len(m.sig)
                 if len(cols[0]) >= BATCH_ROWS or size >= BATCH_BYTES:
                     yield _batch(pa, partition.window, cols)
                     cols, size = [[] for _ in range(7)], 0
@@ -121,7 +124,6 @@ class WakuArchivesReader(WakuMessagesReader):
     def read(self, partition: WindowPartition) -> Iterator:
         import base64
         import pyarrow as pa
-        from core.archive.codec import ArchiveMessage
         hold(self.hold)
         transform = None
         if self.transform:
@@ -129,21 +131,94 @@ class WakuArchivesReader(WakuMessagesReader):
             transform = cloudpickle.loads(base64.b64decode(self.transform))
         if not self.topics:
             return
-        con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
         try:
-            marks = ",".join("?" * len(self.topics))
-            cur = con.execute(
-                f"SELECT sig, timestamp, topic, payload, padding, hash, third_party_id FROM waku_messages "
-                f"WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks}) "
-                f"AND length(payload) + length(sig) <= ? ORDER BY timestamp, hash",
-                (partition.lo, partition.hi, *self.topics, self.cap))
-            msgs = (ArchiveMessage(sig, ts, _unhex(topic), payload, padding or b"", _unhex(h), tpid or "")
-                    for sig, ts, topic, payload, padding, h, tpid in cur)
+            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        except sqlite3.OperationalError:   # not at this path on this machine: one line on the driver
+            yield unseen_row(pa, partition, STORE_UNSEEN, self.path)
+            return
+        try:
+            msgs = window_messages(con, self.topics, partition.lo, partition.hi, self.cap)
             for row in encode_chunks(partition.window, partition.lo, partition.hi, self.topic_bytes, msgs, self.cap,
                                      transform, self.spool):
                 yield encoded_batch(pa, row)
         finally:
             con.close()
+
+
+STAGE_SOURCE_NAME = "archivist_stage_archives"
+STAGE_COLUMNS = ("timestamp", "hash", "sig", "topic", "payload", "padding", "third_party_id")
+def stage_window_file(stage: str, window: int) -> str:
+    """Where the driver stages window `window` and the executor reads it (core/pipeline/stage.py)."""
+    import os
+    return os.path.join(stage, "in", f"window={window}", "part.parquet")
+
+
+class StageArchivesSource(DataSource):
+    """The fused plan over the stage folder: options `stage` (the job's <stage-dir>/<app> folder), `topics`,
+    `windows`, `cap`, `transform`, `hold`. Executors read only the stage, never the SQLite store."""
+
+    @classmethod
+    def name(cls) -> str:
+        return STAGE_SOURCE_NAME
+
+    def schema(self) -> str:
+        return ENCODED_SCHEMA
+
+    def reader(self, schema: StructType) -> "StageArchivesReader":
+        return StageArchivesReader(dict(self.options))
+
+
+class StageArchivesReader(WakuArchivesReader):
+    def __init__(self, options: dict):
+        super().__init__({**options, "path": options["stage"], "spool": None})
+        self.stage = options["stage"]
+
+    def read(self, partition: WindowPartition) -> Iterator:
+        import base64
+        import os
+        import pyarrow as pa
+        hold(self.hold)
+        if not os.path.isdir(os.path.join(self.stage, "in")):
+            yield unseen_row(pa, partition, STAGE_UNSEEN, self.stage)
+            return
+        transform = None
+        if self.transform:
+            from pyspark import cloudpickle
+            transform = cloudpickle.loads(base64.b64decode(self.transform))
+        msgs = read_stage_window(stage_window_file(self.stage, partition.window))
+        for row in encode_chunks(partition.window, partition.lo, partition.hi, self.topic_bytes, msgs, self.cap,
+                                 transform, os.path.join(self.stage, "out")):
+            yield encoded_batch(pa, row)
+
+
+def read_stage_window(path: str) -> Iterator:
+    """One staged window's messages in the order the driver wrote them (one file, read by one task)."""
+    import pyarrow.parquet as pq
+    from core.archive.codec import ArchiveMessage
+    f = pq.ParquetFile(path)
+    try:
+        for b in f.iter_batches(batch_size=BATCH_ROWS, columns=list(STAGE_COLUMNS)):
+            c = b.to_pydict()
+            yield from map(ArchiveMessage, c["sig"], c["timestamp"], c["topic"], c["payload"], c["padding"],
+                           c["hash"], c["third_party_id"])
+    finally:
+        f.close()
+
+
+def window_messages(con: sqlite3.Connection, topics: Sequence[str], lo: int, hi: int, cap: int, *,
+                    ordered: bool = True) -> Iterator:
+    """The one query of the Spark build (both plans and the stage): one window's messages of `topics` (0x-hex
+    text, as stored), those over `cap` dropped in SQL as status-go drops them, in archive order
+    (timestamp, hash) unless `ordered` is False. Yields core.archive.codec.ArchiveMessage."""
+    from core.archive.codec import ArchiveMessage
+    marks = ",".join("?" * len(topics))
+    cur = con.execute(
+        f"SELECT sig, timestamp, topic, payload, padding, hash, third_party_id FROM waku_messages "
+        f"WHERE timestamp >= ? AND timestamp < ? AND topic IN ({marks}) "
+        f"AND length(payload) + length(sig) <= ?" + (" ORDER BY timestamp, hash" if ordered else ""),
+        (lo, hi, *topics, cap))
+    for sig, ts, topic, payload, padding, h, tpid in cur:
+        yield ArchiveMessage(sig, ts, _unhex(topic), payload, padding or b"", _unhex(h), tpid or "")
 
 
 def _unhex(v: str) -> bytes:
@@ -162,6 +237,7 @@ def _batch(pa, window: int, cols: list[list]):
 def register_sources(spark) -> None:
     spark.dataSource.register(WakuMessagesSource)
     spark.dataSource.register(WakuArchivesSource)
+    spark.dataSource.register(StageArchivesSource)
 
 
 def read_archives(spark, path: str, topics, windows, cap: int = MAX_ARCHIVE_PAYLOAD, transform=None,
@@ -180,6 +256,24 @@ def read_archives(spark, path: str, topics, windows, cap: int = MAX_ARCHIVE_PAYL
         r = r.option("hold", f"{hold_at[0]}:{hold_at[1]}")
     if spool_dir is not None:
         r = r.option("spool", str(spool_dir))
+    return r.load()
+
+
+def read_stage_archives(spark, stage: str, topics, windows, cap: int = MAX_ARCHIVE_PAYLOAD, transform=None,
+                        hold_at: tuple[str, int] | None = None):
+    """DataFrame of encoded archives made from the staged windows (one task per window); archives are written to
+    `<stage>/out` and rows carry their paths."""
+    import base64
+    from pyspark import cloudpickle
+    r = (spark.read.format(STAGE_SOURCE_NAME)
+         .option("stage", str(stage))
+         .option("topics", ",".join("0x" + t.hex() for t in topics))
+         .option("windows", json.dumps([list(w) for w in windows]))
+         .option("cap", str(cap)))
+    if transform is not None:
+        r = r.option("transform", base64.b64encode(cloudpickle.dumps(transform)).decode())
+    if hold_at is not None:
+        r = r.option("hold", f"{hold_at[0]}:{hold_at[1]}")
     return r.load()
 
 

@@ -28,7 +28,7 @@ def cmd_demo(a) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("gui", help="the desktop window (default)")
+    p = sub.add_parser("gui")
     p.add_argument("--config", metavar="FILE", default=None,
                    help="the node's TOML config (default: $ARCHIVIST_CONFIG, else archivist.toml in the data "
                         "directory); when it does not exist the window starts with the first-run screen, which "
@@ -37,6 +37,6 @@ def register(sub) -> None:
                    help="an archive folder, index, data file, .torrent, file:// URL or magnet link to open in the "
                         "Inspector (what the desktop's file and link handlers pass)")
     p.set_defaults(func=cmd_gui)
-    p = sub.add_parser("demo", help="the window with a sample community on 127.0.0.1 (headless without a display)")
+    p = sub.add_parser("demo")
     p.add_argument("--headless", action="store_true", help="print the flow instead of opening the window")
     p.set_defaults(func=cmd_demo)

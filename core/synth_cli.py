@@ -20,7 +20,7 @@ def cmd_synth(a) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("synth", help="generate a deterministic waku_messages database shaped like Status traffic")
+    p = sub.add_parser("synth")
     p.add_argument("--out", required=True)
     p.add_argument("--messages", type=int, default=10_000)
     p.add_argument("--weeks", type=int, default=8)

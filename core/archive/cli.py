@@ -314,13 +314,13 @@ def cmd_verify(a) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("inspect", help="list archives and messages of a folder, index, data or .torrent")
+    p = sub.add_parser("inspect")
     p.add_argument("path")
     p.add_argument("--messages", action="store_true", help="list each archive's messages too")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("verify", help="check every invariant; exit 1 with the reason if anything is wrong")
+    p = sub.add_parser("verify")
     p.add_argument("path")
     p.add_argument("--torrent", help="torrent to check piece hashes against (default: <id>.torrent found beside "
                    "the folder or in a sibling folder, used only if its name and file lengths match)")

@@ -153,16 +153,16 @@ def _reader(p: argparse.ArgumentParser) -> None:
 
 def register(sub) -> None:
     from core.archive.cli import _community_id, _hex_topic
-    p = sub.add_parser("codex-inspect", help="list the archives of a Codex index (a CID, or an index file)")
+    p = sub.add_parser("codex-inspect")
     _common(p)
     _reader(p)
     p.add_argument("--check-present", action="store_true", help="ask the node whether each archive is stored")
     p.set_defaults(func=cmd_inspect)
-    p = sub.add_parser("codex-verify", help="fetch a Codex index and every archive, and check them all")
+    p = sub.add_parser("codex-verify")
     _common(p)
     _reader(p)
     p.set_defaults(func=cmd_verify)
-    p = sub.add_parser("codex-publish", help="upload a community's archives and index to a Codex node")
+    p = sub.add_parser("codex-publish")
     _common(p)
     p.add_argument("--db", required=True, help="status-go waku_messages SQLite file")
     p.add_argument("--community-id", required=True, type=_community_id)
@@ -172,7 +172,7 @@ def register(sub) -> None:
     p.add_argument("--end", type=int)
     p.add_argument("--encrypt-key", help="community group key HEX[@TIMESTAMP_MS] (encrypted communities)")
     p.set_defaults(func=cmd_publish)
-    p = sub.add_parser("codex-fetch", help="fetch and verify archives of a Codex index CID (all/latest/range)")
+    p = sub.add_parser("codex-fetch")
     _common(p)
     _reader(p)
     from core.torrent.selection import add_selection_arguments

@@ -43,7 +43,7 @@ def cmd_node(a) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("node", help="run a headless control or member node (events as JSON lines)")
+    p = sub.add_parser("node")
     p.add_argument("--config", required=True, help="TOML file (see docs/NODE.md)")
     p.add_argument("--data-dir", help="override data_dir")
     p.add_argument("--run-for", type=float, help="stop after this many seconds (scripts, tests)")

@@ -106,7 +106,7 @@ def cmd_import(a) -> int:
 
 def register(sub) -> None:
     from core.torrent.selection import add_selection_arguments
-    p = sub.add_parser("import", help="import a downloaded archive folder into a member history database")
+    p = sub.add_parser("import")
     p.add_argument("folder", help="folder with `data` and `index` (downloaded by us or any BitTorrent client)")
     p.add_argument("--history", required=True, help="member history SQLite file (created if missing)")
     p.add_argument("--community-id", help="0x + 66 hex (default: the folder's name)")

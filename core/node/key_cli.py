@@ -69,8 +69,7 @@ def cmd_group(a) -> int:
 
 def register(sub) -> None:
     from core.status.cli import add_key_file_arguments
-    p = sub.add_parser("key", help="community keys: new, import, show, export (key files are mode 0600); "
-                                   "`key group add|list|remove COMMUNITY` for encrypted communities")
+    p = sub.add_parser("key")
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name in ("new", "import", "show", "export"):
         add_key_file_arguments(actions.add_parser(name, help=f"{name} a community key file"), name == "import")

@@ -52,8 +52,7 @@ def _store(a, community_id: str):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="export a community folder's or a history database's messages as Parquet or "
-                       "JSON lines, partitioned by week (Spark)")
+    p = sub.add_parser("export")
     p.add_argument("source", metavar="FOLDER|HISTORY",
                    help="community archive folder (`data` + `index`) or member history SQLite file")
     p.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")

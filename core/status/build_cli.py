@@ -33,6 +33,6 @@ def cmd_build(a) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("build", help="build archives from a status-go waku_messages database")
+    p = sub.add_parser("build")
     add_build_arguments(p)
     p.set_defaults(func=cmd_build)

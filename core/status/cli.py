@@ -98,12 +98,12 @@ def add_key_file_arguments(p: argparse.ArgumentParser, takes_hex: bool = False) 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from core.status.traffic import DEFAULT_START
-    p = sub.add_parser("topic", help="the Status topic and Waku content topic of a chat ID")
+    p = sub.add_parser("topic")
     p.add_argument("chat_id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_topic)
 
-    p = sub.add_parser("traffic", help="write real signed, payload-v1 encrypted Status chat into a waku_messages db")
+    p = sub.add_parser("traffic")
     p.add_argument("db")
     p.add_argument("--messages", type=int, default=1000)
     p.add_argument("--seed", type=int, default=1)

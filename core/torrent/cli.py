@@ -46,14 +46,14 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("seed", help="seed the newest archive torrent of each community (control node)")
+    p = sub.add_parser("seed")
     _add_common(p)
     p.add_argument("--torrent-dir", type=Path, required=True, help="folder with <communityID>.torrent files")
     p.add_argument("--community-id", default=None, help="seed only this community")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     p.set_defaults(func=cmd_seed)
 
-    p = sub.add_parser("fetch", help="download a community's archives from a magnet link (member)")
+    p = sub.add_parser("fetch")
     p.add_argument("magnet")
     add_selection_arguments(p)
     p.add_argument("--peer", type=_peer, action="append", default=[], help="connect to HOST:PORT (repeatable)")

@@ -74,7 +74,7 @@ def register(sub) -> None:
     from core.waku.connection_limits import ConnectionLimits
     from core.waku import ratelimit as r
     from core.waku.networks import NETWORKS
-    p = sub.add_parser("wakunode", help="run a standalone Waku node (relay, store, metadata, lightpush)")
+    p = sub.add_parser("wakunode")
     p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     p.add_argument("--tcp-port", type=int, default=0, help="TCP port (default: any free port)")
     p.add_argument("--ws-port", type=int, default=0, help="WebSocket port (default: any free port)")

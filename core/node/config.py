@@ -51,6 +51,8 @@ class NodeSettings:
     spark_driver_port: int = 0                   # fixed driver / block manager ports for firewalls (0: any)
     spark_block_manager_port: int = 0
     spark_executor_timeout: float = EXECUTOR_TIMEOUT_S  # cluster: a job with no executor this long fails (s)
+    spark_stage_dir: str | None = None           # cluster: a folder shared by the driver and every worker, where
+                                                 # the driver stages messages (core/pipeline/stage.py)
     communities: list[CommunityConfig] = field(default_factory=list)
 
 
@@ -142,6 +144,7 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             spark_driver_port=_port(sp.get("driver_port", 0), "spark.driver_port"),
             spark_block_manager_port=_port(sp.get("block_manager_port", 0), "spark.block_manager_port"),
             spark_executor_timeout=_positive(sp.get("executor_timeout", EXECUTOR_TIMEOUT_S), "spark.executor_timeout"),
+            spark_stage_dir=rel(sp.get("stage_dir")),
         )
         for c in doc.get("community", []):
             role = c.get("role", "member")
@@ -243,11 +246,14 @@ def dump(s: NodeSettings, base: Path, channel_names: dict[str, str] | None = Non
         if getattr(s, attr) != getattr(d, attr):
             lines.append(f"{key} = {_toml(getattr(s, attr))}")
     spark = ("spark_master", "spark_build", "spark_secret_file", "spark_encrypt", "spark_driver_host",
-             "spark_driver_bind", "spark_driver_port", "spark_block_manager_port", "spark_executor_timeout")
+             "spark_driver_bind", "spark_driver_port", "spark_block_manager_port", "spark_executor_timeout",
+             "spark_stage_dir")
     if any(getattr(s, a) != getattr(d, a) for a in spark):
         lines += ["", "[spark]", f"master = {_toml(s.spark_master)}", f"build = {_toml(s.spark_build)}"]
         if s.spark_secret_file:
             lines.append(f"secret_file = {_toml(_path(s.spark_secret_file, base))}")
+        if s.spark_stage_dir:
+            lines.append(f"stage_dir = {_toml(_path(s.spark_stage_dir, base))}")
         if s.spark_encrypt:
             lines.append("encrypt = true")
         for key in ("driver_host", "driver_bind", "driver_port", "block_manager_port", "executor_timeout"):

@@ -63,12 +63,12 @@ def waku_node_config(s: NodeSettings, store=None):
 
 def spark_settings(s: NodeSettings):
     """The [spark] settings as the pipeline's SparkSettings (master, driver network, secret, encryption, executor
-    timeout)."""
+    timeout, stage folder)."""
     from core.pipeline.session import SparkSettings
     return SparkSettings(master=s.spark_master, secret_file=s.spark_secret_file, encrypt=s.spark_encrypt,
                          driver_host=s.spark_driver_host, driver_bind=s.spark_driver_bind,
                          driver_port=s.spark_driver_port or None, block_manager_port=s.spark_block_manager_port or None,
-                         executor_timeout=s.spark_executor_timeout)
+                         executor_timeout=s.spark_executor_timeout, stage_dir=s.spark_stage_dir)
 
 
 def spark_builder(settings):

@@ -39,6 +39,8 @@ class SparkBox(QGroupBox):
         srow = QHBoxLayout()
         srow.addWidget(self.secret_file, 1)
         srow.addWidget(browse)
+        self.stage_dir = QLineEdit(s.spark_stage_dir or "")
+        self.stage_dir.setPlaceholderText("cluster: a folder shared by this computer and every worker (e.g. NFS)")
         self.encrypt = QCheckBox("Encrypt Spark's network traffic (needs the secret file)")
         self.encrypt.setChecked(s.spark_encrypt)
         self.warning = QLabel("")
@@ -53,6 +55,7 @@ class SparkBox(QGroupBox):
                               ("spark_driver_port", "Driver port:", self.driver_port),
                               ("spark_block_manager_port", "Block manager port:", self.block_manager_port),
                               ("spark_secret_file", "Secret file:", srow),
+                              ("spark_stage_dir", "Stage folder:", self.stage_dir),
                               ("spark_encrypt", "", self.encrypt)):
             self.applies[key] = lab = note()
             row = QHBoxLayout()
@@ -77,6 +80,7 @@ class SparkBox(QGroupBox):
                     spark_driver_port=self.driver_port.value(),
                     spark_block_manager_port=self.block_manager_port.value(),
                     spark_secret_file=self.secret_file.text().strip() or None,
+                    spark_stage_dir=self.stage_dir.text().strip() or None,
                     spark_encrypt=self.encrypt.isChecked())
 
     def check(self) -> str | None:

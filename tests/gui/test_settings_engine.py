@@ -73,6 +73,7 @@ def test_spark_fields_are_saved_and_used_after_the_restart(qtbot, home, window):
     sp.block_manager_port.setValue(40124)
     sp.secret_file.setText(str(secret))
     sp.encrypt.setChecked(True)
+    sp.stage_dir.setText(str(home / "nfs" / "stage"))
     assert not sp.warning.isVisibleTo(dlg)
     before = path.read_text()
     save_click(dlg)                                   # others can read the secret: refused, nothing written
@@ -85,6 +86,7 @@ def test_spark_fields_are_saved_and_used_after_the_restart(qtbot, home, window):
     assert (s.spark_master, s.spark_driver_host, s.spark_driver_bind, s.spark_driver_port,
             s.spark_block_manager_port, s.spark_secret_file, s.spark_encrypt) == (
         "spark://10.20.30.40:7077", "10.20.30.1", "0.0.0.0", 40123, 40124, str(secret), True)
+    assert s.spark_stage_dir == str(home / "nfs" / "stage")
     assert dlg.restart_btn.isVisibleTo(dlg) and window.running_node is first
     dlg.restart_btn.click()
     qtbot.waitUntil(lambda: window.running_node is not None and window.running_node is not first
@@ -93,6 +95,7 @@ def test_spark_fields_are_saved_and_used_after_the_restart(qtbot, home, window):
     assert (ss.master, ss.driver_host, ss.driver_bind, ss.driver_port, ss.block_manager_port, ss.encrypt) == (
         "spark://10.20.30.40:7077", "10.20.30.1", "0.0.0.0", 40123, 40124, True)
     assert ss.secret_file == str(secret) and window.running_node.engine.builder is not None
+    assert ss.stage_dir == str(home / "nfs" / "stage")
     assert ss.network() == {"spark.driver.host": "10.20.30.1", "spark.driver.bindAddress": "0.0.0.0",
                             "spark.driver.port": "40123", "spark.driver.blockManager.port": "40124"}
     assert os.stat(secret).st_mode & 0o077 == 0

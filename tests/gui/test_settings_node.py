@@ -29,7 +29,7 @@ def test_change_save_reopen_shows_the_toml_value(qtbot, settings, tmp_path):
     assert f.grace.value() == 60 and f.spark.master.text() == "local[*]" and f.nwaku.text() == ""
     assert f.retention.value() == 30 and f.policy.currentData() == "all"
     assert {k for k, n in f.applies.items() if n.text() == NOW} == set(LIVE)
-    assert all(n.text() == AFTER_RESTART for k, n in f.applies.items() if k not in LIVE) and len(f.applies) == 17
+    assert all(n.text() == AFTER_RESTART for k, n in f.applies.items() if k not in LIVE) and len(f.applies) == 18
     f.waku_port.setValue(60123)
     f.grace.setValue(90)
     f.retention.setValue(45)

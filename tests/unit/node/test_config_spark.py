@@ -44,3 +44,15 @@ def test_spark_security_keys_round_trip(tmp_path):
     back = load(path)
     assert (back.spark_master, back.spark_secret_file, back.spark_encrypt) == (
         "spark://m:7077", str(tmp_path / "spark.secret"), True)
+
+
+def test_stage_dir_is_read_relative_to_the_file_and_round_trips(tmp_path):
+    s = load(write(tmp_path, 'data_dir = "d"\n[spark]\nmaster = "spark://m:7077"\nstage_dir = "shared/stage"\n'))
+    assert s.spark_stage_dir == str(tmp_path / "shared" / "stage")
+    assert load(write(tmp_path, 'data_dir = "d"\n')).spark_stage_dir is None
+    text = dump(s, tmp_path)
+    assert 'stage_dir = "shared/stage"' in text
+    back = load(save(s, tmp_path / "saved.toml"))
+    assert back.spark_stage_dir == str(tmp_path / "shared" / "stage")
+    with pytest.raises(ConfigError, match="config has a bad value"):
+        load(write(tmp_path, 'data_dir = "d"\n[spark]\nstage_dir = 5\n'))

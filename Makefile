@@ -65,5 +65,9 @@ screenshots: setup
 installer: setup
 	$(MAKE) -C installer
 
+.PHONY: appimage
+appimage:         # dist/archivist-<version>-x86_64.run: one self-extracting file with its own Python (installer/README.md)
+	$(MAKE) -C installer portable
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -17,9 +17,9 @@ root="$build/smoke-root-$suite"
 log="$build/smoke-$suite"
 t_start=$(date +%s)
 . "$here/chroot-lib.sh"
+. "$here/smoke-lib.sh"     # die, step, in_root, as_user and the steps shared with smoke-portable.sh
+APP=archivist
 
-die() { echo "smoke: FAIL: $*" >&2; exit 1; }
-step() { echo "smoke: [$(( $(date +%s) - t_start ))s] $*"; }
 [[ $(id -u) -eq 0 ]] || die "run as root (debootstrap, chroot, mount)"
 
 if [[ -z "$deb" ]]; then
@@ -34,9 +34,6 @@ trap 'chroot_umount "$root"' EXIT
 chroot_fresh "$suite" "$root"
 chroot_mount "$root"
 
-in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
-# As an ordinary user, with a clean environment, as a desktop user would start it.
-as_user() { chroot --userspec=smoke:smoke "$root" env -i PATH=/usr/bin:/bin HOME=/home/smoke LANG=C.UTF-8 "$@"; }
 outside_home() {  # every path of the system that the package or the app could have left (not the user's home)
   (cd "$root" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev -o -path ./home -o -path ./var/cache \
      -o -path ./var/lib/apt/lists -o -path ./var/log -o -path ./var/lib/dpkg -o -path ./etc/ld.so.cache \) -prune \
@@ -86,27 +83,7 @@ step "archivist --version"
 v=$(as_user archivist --version) || die "--version"
 echo "  $v"; [[ "$v" == archivist\ * ]] || die "unexpected version line"
 
-step "archivist synth + build + verify (reference path)"
-as_user mkdir -p /home/smoke/w
-as_user archivist synth --out /home/smoke/w/messages.sqlite --messages 4000 --weeks 6 --seed 3 > "$log-synth.txt"
-cid=$(sed -n 's/^community //p' "$log-synth.txt")
-read -r -a topics <<<"$(sed -n 's/^topics //p' "$log-synth.txt")"
-targs=(); for t in "${topics[@]}"; do targs+=(--topic "$t"); done
-as_user archivist build --db /home/smoke/w/messages.sqlite --community-id "$cid" "${targs[@]}" \
-  --data-dir /home/smoke/w/data --torrent-dir /home/smoke/w/torrents --end 1710000000 | tail -3
-as_user archivist verify "/home/smoke/w/data/$cid" | tail -1
-
-step "archivist spark-build (the Spark pipeline, through the launcher)"
-t_sp=$(date +%s)
-as_user timeout 600 archivist spark-build --db /home/smoke/w/messages.sqlite --community-id "$cid" "${targs[@]}" \
-  --data-dir /home/smoke/w/spark-data --torrent-dir /home/smoke/w/spark-torrents --end 1710000000 \
-  > "$log-spark-build.txt" 2>&1 || { tail -30 "$log-spark-build.txt"; die "archivist spark-build"; }
-as_user archivist verify "/home/smoke/w/spark-data/$cid" | tail -1
-diff -r "$root/home/smoke/w/data" "$root/home/smoke/w/spark-data" >/dev/null \
-  || die "spark-build wrote different archives than the reference build"
-diff -r "$root/home/smoke/w/torrents" "$root/home/smoke/w/spark-torrents" >/dev/null || die "spark-build torrents differ"
-echo "  spark-build output (data, index, torrents) is byte-identical to the reference build ($(( $(date +%s) - t_sp )) s)"
-chroot_kill "$root"
+smoke_pipeline
 
 step "PySpark job: a Python UDF runs app code in Spark's workers with the packaged Python"
 cp "$here/spark_probe.py" "$root/tmp/spark_probe.py"
@@ -116,44 +93,12 @@ sed 's/^/  /' "$log-spark.txt" | grep -v '^  *$' | tail -3
 grep -q '^spark-probe OK' "$log-spark.txt" || die "spark probe"
 chroot_kill "$root"
 
-step "member import through the installed command (archivist import FOLDER --history DB)"
-as_user archivist import "/home/smoke/w/data/$cid" --history /home/smoke/w/history.sqlite --json > "$log-import.json" \
-  || die "archivist import"
-as_user archivist import "/home/smoke/w/data/$cid" --history /home/smoke/w/history.sqlite > "$log-import2.txt" \
-  || die "archivist import (again)"
-"$root/opt/archivist/venv/bin/python" - "$log-import.json" "$log-import2.txt" <<'EOF' || die "import results"
-import json, sys
-r = json.load(open(sys.argv[1])); again = open(sys.argv[2]).read()
-assert r["messages"] > 0 and r["windows"] > 0 and not r["failed"], r
-assert "imported 0 archives" in again, again
-print(f"  imported {len(r['imported_archive_ids'])} archives, {r['windows']} windows, {r['messages']} messages; "
-      "a second import adds nothing")
-EOF
-
-# `archivist gui` prints "window visible after N s" once the window is shown; it keeps running until timeout stops
-# it (exit 124). Its Spark warm-up starts meanwhile, as for a user.
-gui_run() {  # $1: label, rest: command run as the user; passes if the window came up and the app kept running
-  local label=$1; shift
-  set +e; as_user "$@" > "$log-gui.txt" 2>&1; local rc=$?; set -e
-  grep -q 'window visible after' "$log-gui.txt" || { cat "$log-gui.txt" >&2; die "$label: no window"; }
-  [[ $rc -eq 124 ]] || { cat "$log-gui.txt" >&2; die "$label: exited $rc before the timeout (124 = still running)"; }
-  echo "  $label: $(grep -o 'window visible after [0-9.]* s' "$log-gui.txt"), still running after the timeout"
-  chroot_kill "$root"
-}
-step "GUI offscreen (archivist gui, QT_QPA_PLATFORM=offscreen)"
-gui_run offscreen env QT_QPA_PLATFORM=offscreen timeout 10 archivist gui
-if as_user archivist gui --help | grep -q PATH_OR_MAGNET; then
-  step "GUI with an archive folder, as the file manager opens it (archivist gui %f)"
-  gui_run "offscreen, folder" env QT_QPA_PLATFORM=offscreen timeout 10 archivist gui "/home/smoke/w/data/$cid"
-fi
+smoke_import
 
 if [[ "${SMOKE_XVFB:-1}" == 1 ]]; then
-  step "GUI on a real X server (Xvfb, Qt's xcb platform plugin)"
   in_root apt-get install -y -qq --no-install-recommends xvfb xauth >>"$log-apt.log" 2>&1 || die "xvfb install"
-  gui_run xcb sh -c 'Xvfb :77 -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 & x=$!;
-    for i in $(seq 100); do [ -e /tmp/.X11-unix/X77 ] && break; sleep 0.1; done;
-    DISPLAY=:77 timeout 10 archivist gui; rc=$?; kill $x; wait $x 2>/dev/null; exit $rc'
 fi
+smoke_gui
 
 step "reinstall (the upgrade path: prerm upgrade, postinst configure) keeps the user's data and settings"
 home_sum() { (cd "$root/home/smoke" && find . -path ./.cache -prune -o -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum); }
@@ -166,7 +111,7 @@ echo "  $(cd "$root/home/smoke" && find . -path ./.cache -prune -o -type f -prin
 leftovers() {   # the package's own files (dpkg -L) that were not there before, and what the app's runs left in
   local p        # the places a user can write outside home: /tmp, /var/tmp, /dev/shm (the test's own files aside)
   outside_home | comm -13 "$log-before.txt" - | grep -E '^\./(tmp|var/tmp)/' \
-    | grep -vE '^\./tmp/(archivist\.deb|spark_probe\.py|\.X11-unix.*|\.X77-lock)$' || true
+    | grep -vE '^\./tmp/(archivist\.deb|spark_probe\.py|\.X11-unix.*|\.X[0-9]+-lock)$' || true
   while read -r p; do
     [[ "$p" != /. && -e "$root$p" ]] && ! grep -qxF ".$p" "$log-before.txt" && echo ".$p"
   done < "$log-files.txt"

@@ -51,7 +51,8 @@ def main(db: str) -> int:
     if got != want:
         print(f"spark-probe FAIL: {sum(got.get(h) != k for h, k in want.items())} payload digests differ")
         return 1
-    expected = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    # SPARK_PROBE_PYTHON: the portable file's PYSPARK_PYTHON is a wrapper that execs this interpreter
+    expected = os.environ.get("SPARK_PROBE_PYTHON") or os.environ.get("PYSPARK_PYTHON", sys.executable)
     if any(not p.startswith(expected + " ") for p in pythons):
         print(f"spark-probe FAIL: workers ran {pythons}, expected {expected}")
         return 1

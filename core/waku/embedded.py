@@ -202,12 +202,15 @@ class EmbeddedWakuBackend:
                     end: int | None = None, *, pubsub_topic: str | None = None, page_size: int = 100,
                     forward: bool = True, version: int = 3) -> Iterator[ReceivedMessage]:
         """All matching messages from a store peer (peer id, or a multiaddr to dial), fetched page by page.
-        peer=None queries our own store. Pages are fetched lazily as the iterator is consumed.
+        peer=None queries our own store (a node without a store holds nothing: no messages). Pages are fetched
+        lazily as the iterator is consumed.
         Raises WakuPeerError when the peer cannot be reached, does not serve store, goes away or does not answer
         within call_timeout, and StoreQueryError when it answers with another status than 200."""
         if peer is not None and peer.startswith("/"):
             peer = self.add_peer(peer)
         if peer is None:
+            if self.config.store is None:
+                return
             self.flush_store()  # the local store sees every message relayed so far
         if version == 2:
             yield from self._query_v2(peer, content_topics, start, end, pubsub_topic, page_size, forward)

@@ -43,6 +43,7 @@ class EngineAdapter(QObject):
         self._refreshing = False
         self._again = False
         self._last_error: str | None = None
+        self._sent = False                       # a snapshot was emitted (the first one always is, even empty)
         # Seeding peers and uploaded bytes change without any engine event (libtorrent's status): poll the snapshot
         # about once a second as well, so no view is more than ~1 s behind and a failed refresh heals by itself.
         self._live_timer = QTimer(self)
@@ -86,9 +87,13 @@ class EngineAdapter(QObject):
 
     def _snapshot_done(self, states: list) -> None:
         self._refreshing = False
-        self._last_error = None
-        self.snapshot = states
-        self.communities_changed.emit(states)
+        healed, self._last_error = self._last_error is not None, None
+        # the views redraw on every emit (tens of ms on the GUI thread): the once-a-second poll and the refreshes
+        # after events often bring the same values, which are not sent again
+        if states != self.snapshot or healed or not self._sent:
+            self._sent = True
+            self.snapshot = states
+            self.communities_changed.emit(states)
         if self._again:
             self._again = False
             self.refresh()

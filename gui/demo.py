@@ -22,6 +22,7 @@ class DemoNodes:
     settle: float = 3.0
     tick_seconds: float = 0.5
     clock: object | None = None               # core.node.clock.FakeClock in tests; the system clock otherwise
+    offload: bool = True                      # build and import in worker processes (core/node/offload.py)
     log: Callable[[str], None] = lambda s: None
     history_start: int | None = None
     parts: dict = field(default_factory=dict)
@@ -58,12 +59,13 @@ class DemoNodes:
         self.t_member = TorrentService(TorrentSettings.loopback(metadata_timeout=10.0),
                                        self.root / "member" / "torrent-state").start()
         self.control = Engine(self.root / "owner", clock=self.clock, transport=self.owner_transport,
-                              torrents=self.t_control, tick_seconds=self.tick_seconds)
+                              torrents=self.t_control, tick_seconds=self.tick_seconds, offload=self.offload)
         self.history = MemberHistory(self.root / "member" / "history.sqlite")
         self.member = Engine(self.root / "member", clock=self.clock, transport=self.member_transport,
                              torrents=self.t_member,
                              hydrator=reference_hydrator(self.history), settle=self.settle, history=self.history,
-                             tick_seconds=self.tick_seconds, peers=(("127.0.0.1", self.t_control.listen_port),))
+                             tick_seconds=self.tick_seconds, peers=(("127.0.0.1", self.t_control.listen_port),),
+                             offload=self.offload)
         self.log(f"demo: community {self.gen.community_id[:18]}…, owner seeds on 127.0.0.1:"
                  f"{self.t_control.listen_port}")
         self.log(f"demo: Waku relay between two libp2p hosts: owner {self.waku_owner.peer_id} "
@@ -97,8 +99,10 @@ class DemoNodes:
         SQLite transaction instead of one per relayed message); the same envelopes go to the hub's store."""
         from core.node.control import ReceivedWakuMessage
         cid = self.control_cfg.community_id
-        batch = [ReceivedWakuMessage(m.content_topic, m.envelope, m.timestamp_ns, m.hash)
-                 for m in self.gen.messages(self.messages, start=self.history_start, span=self.weeks * WEEK)]
+        args = (self.gen.seed, len(self.gen.channels), len(self.gen.authors), self.messages, self.history_start,
+                self.weeks * WEEK)
+        off = self.control.offloader     # the generator signs every message: in a worker process when offloading
+        batch = [ReceivedWakuMessage(*m) for m in (off.run(traffic_batch, *args) if off else traffic_batch(*args))]
         stored = self.control.submit(cid, self.control.nodes[cid].store_messages, batch).result(120)
         self.log(f"demo: traffic generator sent {len(batch)} messages over {self.weeks} weeks ({stored} stored)")
         return stored
@@ -127,6 +131,14 @@ class DemoNodes:
         for node, store in self.parts.pop("waku", []):
             node.stop()
             store.close()
+
+
+def traffic_batch(seed: int, channels: int, authors: int, count: int, start: int, span: int) -> list[tuple]:
+    """The demo's past chat, (content topic, envelope, timestamp ns, hash) per message: the same messages as
+    `TrafficGenerator(seed, ...).messages(count, ...)`, so a worker process can make them."""
+    from core.status.traffic import TrafficGenerator
+    gen = TrafficGenerator(seed=seed, channels=channels, authors=authors)
+    return [(m.content_topic, m.envelope, m.timestamp_ns, m.hash) for m in gen.messages(count, start=start, span=span)]
 
 
 def run_headless(root: Path, timeout: float = 120.0, messages: int = 3000, weeks: int = 12) -> int:

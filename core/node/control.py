@@ -9,16 +9,16 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol, Sequence
 
 from core.archive.build import BuildResult, build_archives, recover_community, torrent_path
-from core.archive.codec import ArchiveMessage
 from core.archive.constants import PARTITION_SECONDS
 from core.archive.errors import ArchiveError, CorruptFolder, DecodeError
 from core.node import events as E
 from core.node.archived import ArchivedWindow
 from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, CommunityConfig, NodePaths
+from core.node.jobs import (OFFLOAD_BATCH, archive_crypto, build_job, decode_received, torrent_window_ids,
+                            window_ids)
 from core.node.state import ArchiveSupport
-from core.status import payload_v1, topics as status_topics
+from core.status import topics as status_topics
 from core.status.application_metadata import archive_link_envelopes
-from core.status.errors import StatusError
 from core.storage import waku_messages
 from core.storage.archive_state import ArchiveStateDB
 
@@ -57,8 +57,9 @@ class ControlNode:
                  clock, *, seeder: Seeder | None = None, announcer: Announcer | None = None,
                  store_query: StoreQuery | None = None, builder: Builder = build_archives,
                  interval: int = PARTITION_SECONDS, retention: int = RETENTION_SECONDS, group_keys=None,
-                 grace: int | None = None):
+                 grace: int | None = None, offload=None):
         self.cfg, self.paths, self.state, self.bus, self.clock = cfg, paths.ensure(), state, bus, clock
+        self.offload = offload                   # core.node.offload.Offloader: build, proof, decoding in a worker
         self.seeder, self.announcer, self.store_query, self.builder = seeder, announcer, store_query, builder
         self.interval, self.retention, self.group_keys = interval, retention, group_keys
         self.grace = int(grace if grace is not None else getattr(cfg, "grace_period", GRACE_SECONDS))
@@ -102,18 +103,12 @@ class ControlNode:
     def store_messages(self, msgs: Iterable[ReceivedWakuMessage]) -> int:
         """Relay/store message -> payload-v1 decrypt -> `waku_messages` row. Returns rows stored. A new row older
         than the last archive's end is checked against the archives: if it is in none, it is a late message."""
-        rows = []
-        for m in msgs:
-            key = self._keys.get(m.content_topic)
-            if key is None:
-                continue
-            try:
-                d = payload_v1.decrypt(m.payload, key[1])
-            except StatusError as e:
-                log.info("dropped undecryptable message on %s: %s", m.content_topic, e)
-                continue
-            rows.append(ArchiveMessage(d.public_key or b"", m.timestamp_ns // 10 ** 9,
-                                       status_topics.status_topic(key[0]), d.data, d.padding, m.hash))
+        msgs = list(msgs)
+        if self._offloading() and len(msgs) >= OFFLOAD_BATCH:     # a store catch-up: decoded in a worker
+            rows = self.offload.run(decode_received, self._keys, [ReceivedWakuMessage(
+                m.content_topic, m.payload, m.timestamp_ns, m.hash) for m in msgs])
+        else:
+            rows = decode_received(self._keys, msgs)
         end = self._safe_last_end() if rows else None
         old = [r for r in rows if end is not None and r.timestamp < end]
         present = waku_messages.existing_hashes(self._messages, [r.hash for r in old]) if old else set()
@@ -290,6 +285,11 @@ class ControlNode:
         if self.cfg.backend == "codex":
             res = self.codex_owner().publish(self.paths.messages_db, self.cfg.topics, end=end)
             link = res.index_cid
+        elif self._offloading() and self.builder is build_archives:   # the same build, in a worker process
+            res = self.offload.run(build_job, str(self.paths.messages_db), self.cid, tuple(self.cfg.topics),
+                                   str(self.paths.archive_dir), str(self.paths.torrent_dir), end,
+                                   tuple(self.cfg.trackers), self._keys_path())
+            link = res.magnet
         else:
             res = self.builder(self.paths.messages_db, self.cid, self.cfg.topics, self.paths.archive_dir,
                                self.paths.torrent_dir, end=end, trackers=self.cfg.trackers,
@@ -311,20 +311,20 @@ class ControlNode:
             self.announce()
         return res
 
+    def _offloading(self) -> bool:
+        """A worker can do it: an offloader, and (encrypted communities) a key file the worker can read."""
+        return self.offload is not None and (not self.cfg.encrypted or getattr(self.group_keys, "path", None)
+                                             is not None)
+
+    def _keys_path(self) -> str | None:
+        return str(self.group_keys.path) if self.cfg.encrypted else None
+
     def _index_codec(self):
-        if not self.cfg.encrypted:
-            return None
-        from core.status.archive_encryption import index_codec
-        from core.status.identity import community_id_bytes
-        return index_codec(self.group_keys, community_id_bytes(self.cid))
+        return archive_crypto(self.group_keys, self.cid)[1] if self.cfg.encrypted else None
 
     def _transform(self):
         """Encrypted communities: each archive is wrapped with the community's current hash-ratchet key."""
-        if not self.cfg.encrypted:
-            return None
-        from core.status.archive_encryption import HashRatchetEncryptor
-        from core.status.identity import community_id_bytes
-        return HashRatchetEncryptor(self.group_keys, community_id_bytes(self.cid))
+        return archive_crypto(self.group_keys, self.cid)[0] if self.cfg.encrypted else None
 
     def _seed(self) -> None:
         tpath = torrent_path(self.paths.torrent_dir, self.cid)
@@ -481,10 +481,12 @@ class ControlNode:
         if cache and key in self._ids_cache:
             self._ids_cache.move_to_end(key)
             return self._ids_cache[key]
-        ids: dict[bytes, tuple[int, bytes, bytes]] = {}
-        for aid, e in w.parts:
-            for m in reader(aid, e).messages:
-                ids[m.hash] = (m.timestamp, m.topic, waku_messages.content_digest(m.sig, m.payload, m.padding))
+        if self._offloading() and self.cfg.backend != "codex":      # the same proof, in a worker process
+            ids = self.offload.run(torrent_window_ids, str(self.paths.archive_dir / self.cid / "data"),
+                                   str(torrent_path(self.paths.torrent_dir, self.cid)), self.cid, list(w.parts),
+                                   self._keys_path())
+        else:
+            ids = window_ids(w.parts, reader)
         if cache:
             self._ids_cache[key] = ids
             while len(self._ids_cache) > 2:

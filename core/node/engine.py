@@ -27,8 +27,15 @@ class Engine:
     def __init__(self, root: Path | str, *, clock=None, transport=None, torrents=None, hydrator=None,
                  settle: float = 20.0, tick_seconds: float = 1.0, peers: tuple = (), history=None,
                  builder=None, grace: int | None = None, retention: int | None = None,
-                 monotonic: Callable[[], float] = time.monotonic):
+                 monotonic: Callable[[], float] = time.monotonic, offload=False):
+        """offload: True (or a core.node.offload.Offloader) runs the reference build and the reference import in
+        a worker process, so that they do not hold this process's GIL (the window's GUI thread)."""
         self.paths = NodePaths(Path(root)).ensure()
+        if offload is True:
+            from core.node.offload import Offloader
+            offload = Offloader.shared()
+            offload.warm()                    # a worker starts now, in the background, not when the first job waits
+        self.offloader = offload or None
         self.clock = clock or SystemClock()
         self.bus = E.EventBus()
         self.state = ArchiveStateDB(self.paths.state_db)
@@ -61,7 +68,7 @@ class Engine:
         if cfg.role == "control":
             node: ControlNode | MemberNode = ControlNode(
                 cfg, self.paths, self.state, self.bus, self.clock, seeder=self.torrents, announcer=self._announce,
-                store_query=self._store_query, group_keys=self.group_keys, grace=self.grace,
+                store_query=self._store_query, group_keys=self.group_keys, grace=self.grace, offload=self.offloader,
                 **({"retention": self.retention} if self.retention is not None else {}),
                 **({"builder": self.builder} if self.builder is not None else {}))
         else:
@@ -71,7 +78,7 @@ class Engine:
                 from core.codex.fetcher import CodexFetcher, LinkFetcher
                 fetcher = LinkFetcher(self.torrents, CodexFetcher(CodexClient(cfg.codex_api), untransform=self.unwrap))
             node = MemberNode(cfg, self.paths, self.state, self.bus, self.clock, fetcher=fetcher,
-                              hydrator=self.hydrator, settle=self.settle, peers=self.peers)
+                              hydrator=self._hydrator(), settle=self.settle, peers=self.peers)
         if isinstance(node, MemberNode):
             node.index_unwrap = self.unwrap_index
         # registered before subscribing: a snapshot lists the community at once (from its saved state) however long
@@ -94,6 +101,16 @@ class Engine:
             fut = self.submit(cfg.community_id, self._start_node, node)
             self._ticked.add(cfg.community_id)      # ticks only after its start, as before
         return fut
+
+    def _hydrator(self):
+        """The member's hydrator; with an offloader, a reference hydrator (without unwrap, or with this engine's)
+        runs in a worker process."""
+        h = self.hydrator
+        if self.offloader is None or getattr(h, "history", None) is None or getattr(h, "offloaded", False) or \
+                getattr(h, "unwrap", False) not in (None, self.unwrap):
+            return h
+        from core.node.hydrate import offloaded_hydrator
+        return offloaded_hydrator(self.offloader, h, None if h.unwrap is None else self.paths.group_keys)
 
     def _start_node(self, node) -> None:
         node.start()  # first resume what an earlier run left pending, then look for newer links
@@ -149,6 +166,8 @@ class Engine:
         for n in self.nodes.values():
             if isinstance(n, ControlNode):
                 n.close()
+        if self.offloader is not None:
+            self.offloader.release()
         self.state.close()
 
     # -- plumbing ----------------------------------------------------------------------------------------

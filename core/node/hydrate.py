@@ -1,16 +1,19 @@
 """The single-process import of archives into the member history, as the member node and `archivist import` run it.
 
 The rules (whole windows, one transaction per window, never delete) are core/history_import.py's; the Spark hydrate
-job follows the same ones and writes the same rows.
+job follows the same ones and writes the same rows. `offloaded_hydrator` runs this same hydrator in a worker
+process (core/node/offload.py), so that an import does not hold the window's GIL.
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Mapping
 
 from core.archive.codec import IndexEntry
 from core.archive.constants import DATA_FILE
 from core.history_import import ArchiveOpener, WindowImport, read_window_rows
+from core.storage.history import HistoryWriteError
 from core.storage.member_history import MemberHistory
 
 
@@ -32,4 +35,42 @@ def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = No
         rows = read_window_rows(Path(folder) / DATA_FILE, cid, chosen, w, unwrap)
         return history.import_window(cid, w.start, w.end, rows, w.archive_ids)
     hydrate.imported = history.imported_archive_ids     # the member's record of what is imported (core.node.member)
+    hydrate.history, hydrate.unwrap = history, unwrap   # what offloaded_hydrator needs to run it elsewhere
+    return hydrate
+
+
+_HISTORIES: dict[str, MemberHistory] = {}      # in a worker process: one connection per history file, kept
+
+
+def hydrate_job(history_path: str, keys_path: str | None, cid: str, folder: str,
+                chosen: Mapping[str, IndexEntry]) -> int:
+    """reference_hydrator, in a worker process: the same function on the same files (its own connection to the
+    history database; the group keys read from the node's key file when the node opens encrypted archives)."""
+    from core.status.archive_encryption import GroupKeyStore, open_archive_bytes
+    history = _HISTORIES.get(history_path)
+    if history is None:
+        history = _HISTORIES[history_path] = MemberHistory(history_path)
+    unwrap = None if keys_path is None else partial(open_archive_bytes, store=GroupKeyStore(keys_path))
+    return reference_hydrator(history, unwrap)(cid, Path(folder), chosen)
+
+
+def offloaded_hydrator(offloader, hydrator, keys_path: Path | None):
+    """`hydrator` (a reference_hydrator) run by `offloader` in a worker process. `keys_path`: the group key file
+    behind the hydrator's unwrap (None: it has none). A worker that dies mid-window leaves the window unwritten
+    (one transaction): that is a HistoryWriteError, which the member node retries later like a full disk."""
+    from core.node.offload import JobCancelled, WorkerDied
+    path = str(hydrator.history.path)
+
+    def hydrate(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]) -> int:
+        try:
+            return offloader.run(hydrate_job, path, None if keys_path is None else str(keys_path), cid,
+                                 str(folder), dict(chosen))
+        except JobCancelled:
+            raise
+        except WorkerDied as e:
+            err = HistoryWriteError(f"{e}; nothing of this window was written")
+            err.code = WorkerDied.code
+            raise err from None
+    hydrate.imported = hydrator.imported
+    hydrate.history, hydrate.unwrap, hydrate.offloaded = hydrator.history, hydrator.unwrap, True
     return hydrate

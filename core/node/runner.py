@@ -79,9 +79,10 @@ def spark_builder(settings):
     return lambda *args, **kw: submit_build(owner, *args, **kw).result()
 
 
-def start_node(s: NodeSettings, *, clock=None, communities: bool = True) -> RunningNode:
+def start_node(s: NodeSettings, *, clock=None, communities: bool = True, offload: bool = True) -> RunningNode:
     """Start the services; with communities=False the caller subscribes to events first, then calls
-    RunningNode.start_communities()."""
+    RunningNode.start_communities(). offload: the reference build and the import run in a worker process
+    (core/node/offload.py), off the GIL of the window's (or the node's network) threads."""
     from core.node.transport import WakuTransport
     from core.torrent.service import TorrentService
     from core.torrent.settings import TorrentSettings
@@ -104,7 +105,7 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True) -> Runn
     history = MemberHistory(s.data_dir / "history.sqlite")
     engine = Engine(s.data_dir, clock=clock, transport=transport, torrents=torrents, settle=s.settle_seconds,
                     tick_seconds=s.tick_seconds, peers=tuple(s.torrent_peers), history=history, grace=s.grace_period,
-                    retention=s.retention_period,
+                    retention=s.retention_period, offload=offload,
                     builder=spark_builder(spark_settings(s)) if s.spark_build else None)
     engine.hydrator = reference_hydrator(history, unwrap=engine.unwrap)
     node = RunningNode(s, engine, torrents, waku, history)

@@ -22,6 +22,7 @@ def _hex(b: bytes | None) -> str:
 class MemberHistory:
     def __init__(self, path: Path | str):
         # the schema and pragmas of history.connect, on a connection the engine's threads share under a lock
+        self.path = Path(path)
         self._con = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self._con.execute("PRAGMA journal_mode=WAL")
         self._con.execute("PRAGMA synchronous=NORMAL")

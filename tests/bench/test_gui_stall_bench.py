@@ -1,8 +1,13 @@
 """GUI stall while the demo works: owner and member windows on the demo's real engines (two libtorrent sessions,
 two Waku nodes on 127.0.0.1); the owner builds every archive through the window, the member downloads and imports
 all of them. A 5 ms precise timer on the GUI thread records how late each tick fires (gui/measure.py StallMeter);
-p50 / p99 / max are printed beside the same meter on the idle window in the same run. Issue 15's target is
-p99 < 16 ms and max < 50 ms: printed, not asserted (a figure, QUALITY.md).
+p50 / p99 / max are printed beside the same meter on the idle window in the same run, for the whole run and for
+its two phases: `start` (engines start, the past chat is generated and stored) and `work` (build + download +
+import, issue 15's phase). The same demo runs twice, with the engines' heavy steps in worker processes
+(core/node/offload.py, what the demo and the window use; the window process's CPU seconds per phase are
+printed too: unlike the stall, they hardly depend on the machine's other load) and, as the reference, in the window's own process,
+after a small warm-up run that takes the first-use imports out of both.
+Issue 15's target is p99 < 16 ms and max < 50 ms: printed, not asserted (a figure, QUALITY.md).
 
 Default: 1,200 messages over 8 weeks. ARCHIVIST_SLOW=1 (`make bench`): the demo's own 3,000 over 12 weeks."""
 from __future__ import annotations
@@ -18,14 +23,22 @@ TARGET_P99_MS, TARGET_MAX_MS = 16.0, 50.0
 
 def test_gui_stall_during_demo_build_download_import(tmp_path, capsys):
     from gui.measure import demo_stall
-    r = demo_stall(tmp_path, messages=MESSAGES, weeks=WEEKS)
-    b = r.busy
-    verdict = "within" if b.p99_ms < TARGET_P99_MS and b.max_ms < TARGET_MAX_MS else "outside"
+    demo_stall(tmp_path / "warm-up", messages=200, weeks=2)     # first-use imports out of the way of both runs
+    runs = {off: demo_stall(tmp_path / ("offload" if off else "in-process"), messages=MESSAGES, weeks=WEEKS,
+                            offload=off) for off in (True, False)}
     with capsys.disabled():
         print(f"\nGUI stall ({os.environ['QT_QPA_PLATFORM']}, {os.cpu_count()} cores)")
-        print("  " + r.idle.line("reference: idle window"))
-        print("  " + b.line(f"demo build+download+import ({r.archives} archives, {r.messages} messages, "
-                            f"{r.seconds:.1f} s)"))
-        print(f"  target p99 < {TARGET_P99_MS:.0f} ms, max < {TARGET_MAX_MS:.0f} ms: {verdict}")
-    assert r.messages == MESSAGES and r.archives >= WEEKS        # the whole flow ran while the meter ticked
-    assert b.samples > 10 * r.seconds and r.idle.samples > 100   # the GUI thread served its timer throughout
+        for off, r in runs.items():
+            w = r.work
+            verdict = "within" if w.p99_ms < TARGET_P99_MS and w.max_ms < TARGET_MAX_MS else "outside"
+            print(f" engines' heavy steps {'in worker processes' if off else 'in the window process (reference)'}:")
+            print("  " + r.idle.line("reference: idle window"))
+            print("  " + r.start.line("start (engines, past chat stored)") + f"; window process CPU {r.cpu[0]:.2f} s")
+            print("  " + w.line(f"build+download+import ({r.archives} archives, {r.messages} messages)")
+                  + f"; window process CPU {r.cpu[1]:.2f} s")
+            print("  " + r.busy.line(f"whole run ({r.seconds:.1f} s)"))
+            print(f"  target for build+download+import p99 < {TARGET_P99_MS:.0f} ms, max < {TARGET_MAX_MS:.0f} ms: "
+                  f"{verdict}")
+    for r in runs.values():
+        assert r.messages == MESSAGES and r.archives >= WEEKS        # the whole flow ran while the meter ticked
+        assert r.busy.samples > 10 * r.seconds and r.idle.samples > 100   # the GUI thread served its timer throughout

@@ -97,8 +97,12 @@ def plan_import(index: Mapping[str, IndexEntry], chosen: Iterable[str], imported
 def history_row(community_id: str, m: ArchiveMessage, archive_id: str, unwrap: Unwrapper = status_unwrap) -> tuple:
     """One `history_messages` row (core.storage.history.COLUMNS order). A message without a hash is keyed by the
     Keccak-256 of its encoding, so two such messages never collapse into one row."""
+    return row_of(community_id, m, archive_id, unwrap(m.payload))
+
+
+def row_of(community_id: str, m: ArchiveMessage, archive_id: str, u) -> tuple:
+    """history_row with the message already opened (`u`: its Unwrapped, or None)."""
     h = m.hash or codec.keccak256(m.to_pb().SerializeToString(deterministic=True))
-    u = unwrap(m.payload)
     if u is None:      # not a Status message we can open: keep its place and raw payload
         return (community_id, h, m.timestamp, m.topic, m.sig or None, None, None, None, None, None, m.payload,
                 archive_id)
@@ -163,6 +167,12 @@ def rows_of_messages(community_id: str, aid: str, messages: Sequence[ArchiveMess
     return [history_row(community_id, m, aid, unwrap) for m in messages]
 
 
+def unwrap_payloads(payloads: Sequence[bytes]) -> list:
+    """status_unwrap of each payload (what RowPool's workers run: only payloads go out, only the opened fields
+    come back)."""
+    return [status_unwrap(p) for p in payloads]
+
+
 def describe(windows: Sequence[WindowImport]) -> str:
     n = sum(len(w.archive_ids) for w in windows)
     return f"{n} archive(s) in {len(windows)} window(s)"
@@ -203,15 +213,15 @@ class RowPool:
         pool = self._executor()
         if pool is None:
             return rows_of_messages(community_id, aid, messages, unwrap)
-        chunks = [messages[i:i + self.CHUNK] for i in range(0, len(messages), self.CHUNK)]
+        chunks = [[m.payload for m in messages[i:i + self.CHUNK]] for i in range(0, len(messages), self.CHUNK)]
         try:
-            parts = list(pool.map(rows_of_messages, [community_id] * len(chunks), [aid] * len(chunks), chunks))
+            opened = [u for part in pool.map(unwrap_payloads, chunks) for u in part]
         except (BrokenProcessPool, OSError, RuntimeError, AssertionError):
             # a worker died or could not start: never lose the import over it, do it here
             with self._lock:
                 self.broken = True
             return rows_of_messages(community_id, aid, messages, unwrap)
-        return [r for part in parts for r in part]
+        return [row_of(community_id, m, aid, u) for m, u in zip(messages, opened, strict=True)]
 
     def shutdown(self) -> None:
         with self._lock:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from core.archive.errors import ArchiveError
 from core.node.offload import JobCancelled, Offloader, WorkerDied
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -178,9 +179,9 @@ def test_progress_comes_back_and_errors_keep_their_code(offloader):
     seen = []
     pid = offloader.run(count_job, 5, progress=lambda *a: seen.append(a))
     assert seen == [(i, 5) for i in range(1, 6)] and pid != os.getpid()
-    with pytest.raises(Exception) as err:
+    with pytest.raises(ArchiveError) as err:
         offloader.run(failing_job)
-    assert (type(err.value).__name__, err.value.code, err.value.archive_id) == ("ArchiveError", "some-code", "abc")
+    assert (type(err.value), err.value.code, err.value.archive_id) == (ArchiveError, "some-code", "abc")
     assert offloader.run(count_job, 0, progress=lambda *a: None) == pid       # the idle worker is used again
 
 

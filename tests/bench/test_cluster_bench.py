@@ -1,0 +1,265 @@
+"""Spark build on a 2-worker standalone cluster vs local mode vs the single-process build, in one run (issue 16).
+
+One store from core.synth (tests/bench/build_bench.py `store()`), then, each timed on the same store:
+- the single-process reference, `build_archives` in a fresh child process (build_bench.run_build; its in-process
+  time);
+- `spark-build` in local mode (`local[*]`) on this process's warm session (the bench_owner pattern of
+  test_pipeline_bench.py);
+- `spark-build` on a loopback standalone cluster (core/pipeline/cluster.py: one master and two workers with one
+  core and 1 GiB each), driven by a child process (one SparkContext per process, and this one is local) whose
+  session is warmed first; once without `--stage-dir` (executors open the store) and once with it (the driver
+  stages the windows as Parquet, the executors read only the stage).
+The four builds run in turn, ARCHIVIST_BENCH_REPEAT rounds (default 2), and the best of each is kept: the machine
+is shared, so load changes during a run. Every output folder and torrent is compared with the reference's, file
+by file (SHA-256), then deleted. Each figure is printed beside the reference with the ratio and recorded in the
+bench table (tests/bench/table.py). Nothing timed overlaps anything else: the cluster starts while this process's
+local session warms up, and the driver child warms its session while the store is generated.
+
+Sizes: 30k messages by default (~1-1.5 min, most of it JVM starts: 3 cluster daemons, 2 executors, 2 drivers);
+ARCHIVIST_SLOW=1: 1M, and also 10M with ARCHIVIST_BENCH_CLUSTER_10M=1 (a ~4.5 GB store, ~8 min to generate; the whole
+test ~15 min with ARCHIVIST_BENCH_REPEAT=1).
+Every JVM is stopped in the fixtures' teardown, also on failure: the daemons' and the driver child's process
+groups (which hold the executors and the driver's JVM) are killed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from core.pipeline.build import submit_build
+from core.pipeline.cluster import StandaloneCluster
+from core.pipeline.session import default_owner
+from tests.bench.build_bench import ROOT, run_build, store
+from tests.bench.table import record
+
+SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
+if SLOW:
+    SIZES = [pytest.param(1_000_000, id="1M", marks=pytest.mark.timeout(2 * 3600))]
+    if os.environ.get("ARCHIVIST_BENCH_CLUSTER_10M") == "1":
+        SIZES.append(pytest.param(10_000_000, id="10M", marks=pytest.mark.timeout(8 * 3600)))
+else:
+    SIZES = [pytest.param(30_000, id="30k")]
+pytestmark = [pytest.mark.spark] + ([pytest.mark.slow] if SLOW else [])
+REF = "single-process build"
+GOAL = "ratio shown (issue 16)"
+REPEAT = int(os.environ.get("ARCHIVIST_BENCH_REPEAT", "2"))
+
+# The cluster's driver: warms a session on the standalone master, prints "ready SECONDS", then runs one timed build
+# per JSON line read (store, output folder, stage folder or null), answering each with one JSON line, until EOF.
+DRIVER = """
+import json, sys, time
+from pathlib import Path
+from core.pipeline.build import submit_build
+from core.pipeline.session import SparkOwner, SparkSettings
+t0 = time.perf_counter()
+owner = SparkOwner(SparkSettings(master=sys.argv[1], executor_timeout=120))
+owner.warm().result(900)
+print("ready", time.perf_counter() - t0, flush=True)
+for line in sys.stdin:
+    a = json.loads(line)
+    t = time.perf_counter()
+    r = submit_build(owner, a["db"], a["cid"], [bytes.fromhex(x[2:]) for x in a["topics"]], Path(a["out"]) / "d",
+                     Path(a["out"]) / "t", end=a["end"], stage_dir=a["stage"]).result(4 * 3600)
+    print(json.dumps({"seconds": time.perf_counter() - t, "messages": r.messages}), flush=True)
+owner.close()
+"""
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL what is left of a process group this test started (a daemon's executors, a driver's JVM)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class TwoWorkers:
+    """A master and two workers (1 core, 1 GiB each) on 127.0.0.1, started on a thread; `wait()` for them."""
+
+    def __init__(self, workdir: Path):
+        self.first = StandaloneCluster(workdir / "cluster-1", cores=1, memory="1g")
+        self.second: StandaloneCluster | None = None
+        self.error: BaseException | None = None
+        self.seconds = 0.0
+        self.thread = threading.Thread(target=self._start, daemon=True)
+        self.thread.start()
+
+    def _start(self) -> None:
+        t = time.perf_counter()
+        try:
+            self.first.start()
+            self.second = StandaloneCluster(self.first.workdir.parent / "cluster-2", cores=1, memory="1g",
+                                            master=False, master_url=self.first.master_url)
+            self.second.start()
+        except BaseException as e:   # re-raised by wait()
+            self.error = e
+        self.seconds = time.perf_counter() - t
+
+    def wait(self) -> str:
+        self.thread.join(600)
+        assert not self.thread.is_alive(), "the cluster did not start within 10 min"
+        if self.error is not None:
+            raise self.error
+        return self.first.master_url
+
+    def stop(self) -> None:
+        self.thread.join(600)
+        clusters = [c for c in (self.second, self.first) if c is not None]
+        daemons = [d for c in clusters for d in (c.worker, c.master) if d is not None]
+        for c in clusters:
+            c.stop()
+        for d in daemons:
+            _kill_group(d.proc.pid)   # executors a worker left behind
+        assert all(d.proc.poll() is not None for d in daemons)
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory):
+    """Starts on a thread at once, so that the cluster comes up while the local session warms up (in the test)."""
+    c = TwoWorkers(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="session")
+def bench_owner():
+    """The process's one local session (default_owner(), shared with other modules' fixtures: closed at the end of
+    the session, not of this module). Warmed in the test, while the cluster starts."""
+    owner = default_owner()
+    yield owner
+    owner.close()
+
+
+@pytest.fixture
+def driver(tmp_path):
+    """Starts the cluster's driver child (`start(master)`); kills its process group (with the JVM) after."""
+    procs: list[subprocess.Popen] = []
+
+    def start(master: str) -> subprocess.Popen:
+        err = open(tmp_path / "driver.log", "w")
+        p = subprocess.Popen([sys.executable, "-c", DRIVER, master], cwd=ROOT, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        err.close()
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.stdin and not p.stdin.closed:
+            p.stdin.close()        # EOF: the driver closes its session and exits
+        try:
+            p.wait(120)
+        except subprocess.TimeoutExpired:
+            pass
+        _kill_group(p.pid)          # whatever is left of it, its JVM included
+        p.wait()
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h = hashlib.sha256()
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            out[str(p.relative_to(root))] = h.hexdigest()
+    return out
+
+
+def answer(p: subprocess.Popen, log: Path) -> str:
+    """The driver's next answer ("ready ..." or a JSON line; its JVM shares the stdout and may print other lines)."""
+    while True:
+        line = p.stdout.readline()
+        assert line, f"the cluster's driver exited ({p.poll()}): {log.read_text()[-3000:]}"
+        if line.startswith(("ready ", "{")):
+            return line
+
+
+def figure(name: str, seconds: float, n: int, t_ref: float) -> None:
+    print(f"BENCH cluster {name}: {seconds:.2f} s, {n / seconds:,.0f} msg/s  | {REF}: {t_ref:.2f} s, "
+          f"{n / t_ref:,.0f} msg/s  (x{seconds / t_ref:.2f})")
+    record("spark", f"{name}, {n:,} messages", seconds, "s", REF, t_ref, GOAL)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_cluster_build_against_local_and_single_process(n, two_workers, bench_owner, driver, tmp_path):
+    bench_owner.warm().result(timeout=600)
+    master = two_workers.wait()
+    print(f"\nBENCH cluster: master and 2 workers up in {two_workers.seconds:.1f} s ({master}), "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    p = driver(master)
+    db = tmp_path / "store.sqlite"
+    t = time.perf_counter()
+    s = store(db, n)
+    assert s.messages == n
+    print(f"BENCH cluster store: {n:,} messages generated in {time.perf_counter() - t:.1f} s "
+          f"(while the cluster's driver warmed up)")
+    ready = answer(p, tmp_path / "driver.log").split()
+    assert ready[0] == "ready", ready
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    topics = [bytes.fromhex(x[2:]) for x in s.topics]
+
+    def reference(out: Path) -> float:
+        r = run_build(s, out)
+        assert r["messages"] == n and r["archives"] >= 4
+        info.update(data_bytes=r["data_bytes"], archives=r["archives"])
+        return r["seconds"]
+
+    def local(out: Path) -> float:
+        t = time.perf_counter()
+        r = submit_build(bench_owner, db, s.community_id, topics, out / "d", out / "t", end=s.end).result(4 * 3600)
+        assert r.messages == n
+        return time.perf_counter() - t
+
+    def on_cluster(stage_dir: Path | None):
+        def run(out: Path) -> float:
+            p.stdin.write(json.dumps({"db": str(db), "cid": s.community_id, "topics": s.topics, "end": s.end,
+                                      "out": str(out), "stage": stage_dir and str(stage_dir)}) + "\n")
+            p.stdin.flush()
+            r = json.loads(answer(p, tmp_path / "driver.log"))
+            assert r["messages"] == n
+            return r["seconds"]
+        return run
+
+    info: dict = {}
+    builds = {REF: reference, "local": local, "cluster": on_cluster(None),
+              "cluster-stage": on_cluster(stage)}
+    best: dict[str, float] = {}
+    want = None
+    for i in range(REPEAT):
+        for name, build in builds.items():
+            out = tmp_path / f"{name}-{i}"
+            best[name] = min(best.get(name, float("inf")), build(out))
+            got = (tree_digest(out / "d"), tree_digest(out / "t"))
+            want = want or got
+            assert len(want[0]) == 2 and len(want[1]) == 1        # data + index, one torrent
+            assert got == want, f"{name} differs from the {REF}"
+            shutil.rmtree(out)
+    assert list(stage.iterdir()) == []                      # each staged job removed its stage folder
+    # Both workers' executors ran the cluster's jobs (each keeps the application's executor folder).
+    assert list((two_workers.first.workdir / "work").glob("app-*/*/stderr"))
+    assert list((two_workers.second.workdir / "work").glob("app-*/*/stderr"))
+
+    t_ref = best[REF]
+    print(f"BENCH cluster data: {info['data_bytes'] / 1e6:.1f} MB in {info['archives']} archives; cluster driver "
+          f"session + warm-up {float(ready[1]):.1f} s; best of {REPEAT} each")
+    print(f"BENCH cluster {REF} (build_archives, child process): {t_ref:.2f} s, {n / t_ref:,.0f} msg/s")
+    figure("spark-build, local mode (local[*], warm session)", best["local"], n, t_ref)
+    figure("spark-build, 2-worker standalone cluster (warm session)", best["cluster"], n, t_ref)
+    figure("spark-build, 2-worker cluster, --stage-dir", best["cluster-stage"], n, t_ref)
+    print(f"BENCH cluster load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

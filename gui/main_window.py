@@ -10,6 +10,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QIcon, QKeySequ
 from PySide6.QtWidgets import (QLabel, QMainWindow, QMessageBox, QScrollArea, QSplitter, QStackedWidget, QTabWidget, QToolBar,
                                QWidget)
 
+from core.node import events as E
 from core.node.state import CommunityState, Role
 from gui.adapter import EngineAdapter
 from gui.operations import Operations
@@ -19,7 +20,7 @@ from gui.views.control import ControlView
 from gui.views.history import HistoryView
 from gui.views.inspector import InspectorView
 from gui.views.log import LogView
-from gui.views.member import MemberView
+from gui.views.member import MemberView, warm_imports
 from gui.views.settings import SettingsDialog
 
 TAB_COMMUNITY, TAB_HISTORY, TAB_INSPECTOR, TAB_LOG = range(4)
@@ -154,8 +155,9 @@ class MainWindow(QMainWindow):
         if hasattr(getattr(engine, "clock", None), "now"):
             self.control.clock = engine.clock.now      # the engine's (injectable) time, not the wall clock
             self.member.clock = engine.clock.now
+        self.ops.run(lambda ctx: warm_imports(), label="load views")   # before the first snapshot, off this thread
         self.adapter = EngineAdapter(engine, self.ops, self)
-        self.history.attach_engine(engine)   # whole-history search and channel names (history database)
+        self.history.attach_engine(engine)   # whole-history search and channel names: opened on a worker thread
         self.adapter.event.connect(self.log.add_event)
         self.adapter.event.connect(self._on_event)
         self.adapter.event.connect(self.member.on_event)
@@ -169,7 +171,6 @@ class MainWindow(QMainWindow):
         self.adapter.refresh_now()
 
     def _on_event(self, e) -> None:
-        from core.node import events as E
         if e.name == E.DOWNLOADING_HISTORY_ARCHIVES_FINISHED and e.community_id == self.history.community_id:
             self.history.reload()
 

@@ -1,5 +1,7 @@
 """Table models updated by key (torrent-client style): a row changes in place with a per-row dataChanged;
-more than half the rows changing at once becomes one reset. Views sort/filter through QSortFilterProxyModel."""
+more than half the rows changing at once becomes one reset. Views sort/filter through QSortFilterProxyModel.
+Cells that depend on more than their row (a member's choice, a download's progress) are re-checked with
+`refresh_cells()`, which tells the views only about the rows whose shown cells changed."""
 from __future__ import annotations
 
 import datetime as dt
@@ -94,6 +96,7 @@ class KeyedTableModel(QAbstractTableModel):
         self.foreground = foreground
         self._rows: list[Any] = []
         self._index: dict[Hashable, int] = {}
+        self._cells: dict[Hashable, tuple] | None = None   # key -> cells last told (kept once refresh_cells ran)
 
     # -- Qt interface --------------------------------------------------------------------------------------
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
@@ -126,6 +129,39 @@ class KeyedTableModel(QAbstractTableModel):
             return self.foreground(row)
         return None
 
+    def cells(self, row: Any) -> tuple:
+        """What a row shows: every column's text, sort value and tooltip."""
+        return tuple((c.text(row) if c.text else _plain(c.value(row)), c.value(row),
+                      c.tooltip(row) if c.tooltip else None) for c in self.columns)
+
+    def refresh_cells(self) -> int:
+        """Tell the views about the rows whose cells changed although their row did not (cells computed from
+        state outside the row): one dataChanged per run of such rows, none when nothing changed. Returns the
+        number of rows told."""
+        first = self._cells is None
+        old, self._cells = self._cells or {}, {}
+        changed: list[int] = []
+        for i, r in enumerate(self._rows):
+            k = self.key(r)
+            self._cells[k] = now = self.cells(r)
+            if not first and old.get(k) != now:
+                changed.append(i)
+        if first and self._rows:
+            changed = list(range(len(self._rows)))
+        for lo, hi in _runs(changed):
+            self.dataChanged.emit(self.index(lo, 0), self.index(hi, len(self.columns) - 1))
+        return len(changed)
+
+    def _remember(self, rows: Sequence[Any]) -> None:
+        if self._cells is not None:
+            for r in rows:
+                self._cells[self.key(r)] = self.cells(r)
+
+    def _told(self, lo: int, hi: int) -> None:
+        """dataChanged for rows lo..hi, remembered by refresh_cells (so it does not tell them twice)."""
+        self._remember(self._rows[lo:hi + 1])
+        self.dataChanged.emit(self.index(lo, 0), self.index(hi, len(self.columns) - 1))
+
     # -- keyed updates ---------------------------------------------------------------------------------------
     def rows(self) -> list[Any]:
         return list(self._rows)
@@ -145,10 +181,11 @@ class KeyedTableModel(QAbstractTableModel):
             self.beginInsertRows(QModelIndex(), n, n)
             self._rows.append(row)
             self._index[k] = n
+            self._remember([row])
             self.endInsertRows()
         else:
             self._rows[i] = row
-            self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))
+            self._told(i, i)
 
     def append_rows(self, rows: Sequence[Any]) -> None:
         """Add rows with new keys at the end in one insert (a page of a long list); known keys are updated."""
@@ -163,6 +200,7 @@ class KeyedTableModel(QAbstractTableModel):
         for i, r in enumerate(new):
             self._rows.append(r)
             self._index[self.key(r)] = n + i
+        self._remember(new)
         self.endInsertRows()
 
     def remove(self, key: Hashable) -> None:
@@ -171,6 +209,8 @@ class KeyedTableModel(QAbstractTableModel):
             return
         self.beginRemoveRows(QModelIndex(), i, i)
         del self._rows[i]
+        if self._cells is not None:
+            self._cells.pop(key, None)
         self.endRemoveRows()
         self._reindex()
 
@@ -186,6 +226,9 @@ class KeyedTableModel(QAbstractTableModel):
                 self.beginResetModel()
                 self._rows = new
                 self._reindex()
+                if self._cells is not None:
+                    self._cells = {}
+                    self._remember(new)
                 self.endResetModel()
                 return
             for k in [k for k in self._index if k not in set(new_keys)]:
@@ -193,25 +236,36 @@ class KeyedTableModel(QAbstractTableModel):
             for r in new:
                 self.upsert(r)
             return
-        changed = [self._index[k] for k, r in zip(new_keys, new) if self._rows[self._index[k]] != r]
+        changed = sorted(self._index[k] for k, r in zip(new_keys, new) if self._rows[self._index[k]] != r)
+        by_key = dict(zip(new_keys, new))
+        for i in (range(len(self._rows)) if len(changed) > len(self._rows) / 2 else changed):
+            self._rows[i] = by_key[self.key(self._rows[i])]
         if len(changed) > len(self._rows) / 2:
-            for r in new:
-                self._rows[self._index[self.key(r)]] = r
-            self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(self.columns) - 1))
+            self._told(0, len(self._rows) - 1)
             return
-        for r in new:
-            i = self._index[self.key(r)]
-            if self._rows[i] != r:
-                self._rows[i] = r
-                self.dataChanged.emit(self.index(i, 0), self.index(i, len(self.columns) - 1))
+        for lo, hi in _runs(changed):
+            self._told(lo, hi)
 
     def clear(self) -> None:
         self.beginResetModel()
         self._rows, self._index = [], {}
+        if self._cells is not None:
+            self._cells = {}
         self.endResetModel()
 
     def _reindex(self) -> None:
         self._index = {self.key(r): i for i, r in enumerate(self._rows)}
+
+
+def _runs(rows: list[int]) -> list[tuple[int, int]]:
+    """Sorted row numbers -> (first, last) of each run of consecutive rows."""
+    out: list[tuple[int, int]] = []
+    for i in rows:
+        if out and out[-1][1] == i - 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
 
 
 def _plain(v: Any) -> str:

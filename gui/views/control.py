@@ -158,8 +158,10 @@ class ControlView(QWidget):
                 self.support.setChecked(wants)
             self.support.setEnabled(True)
             self.effective.setText(effective_text(c))
-            self.effective.setProperty("state", "ok" if c.support == ArchiveSupport.ON and not c.broken else "off")
-            self.effective.style().polish(self.effective)
+            look = "ok" if c.support == ArchiveSupport.ON and not c.broken else "off"
+            if self.effective.property("state") != look:     # re-polishing restyles the label: only on a change
+                self.effective.setProperty("state", look)
+                self.effective.style().polish(self.effective)
             self.chart.set_archives(c.archives)
             self.due.setText(due_text(c.next_archive_at, self.clock(), c))
             self.note.setText(c.waiting_reason or "")

@@ -7,16 +7,25 @@ import time
 from typing import Callable
 
 from PySide6.QtCore import QDate, QDateTime, Qt, QTimeZone, Signal
-from PySide6.QtWidgets import (QButtonGroup, QDateEdit, QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
-                               QRadioButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QButtonGroup, QDateEdit, QGroupBox, QHBoxLayout, QLabel, QPushButton, QRadioButton,
+                               QVBoxLayout, QWidget)
 
+from core.node import events as E
 from core.node.state import ArchiveInfo, CommunityState, DownloadPolicy
 from gui.models import Column, KeyedTableModel, fmt_bytes, fmt_time, short_id
 from gui.views.inspector import make_table
 from gui.views.keys import GroupKeyBox
-from gui.views.progress import ProgressDelegate, archive_percent, overall
+from gui.views.progress import ProgressDelegate, SmoothBar, archive_percent, overall
 
 DAY = 86400
+
+
+def warm_imports() -> None:
+    """Import what the view's first snapshot needs (the engine's selection rule: protobuf, the archive codec;
+    30-60 ms) ahead of it, on a worker thread (MainWindow.attach_engine), not on the GUI thread in show_state;
+    kept off the cold start."""
+    import core.history_import      # noqa: F401  (Selection.choose uses its whole_windows)
+    import core.torrent.selection   # noqa: F401
 
 
 def selected_archives(archives: list[ArchiveInfo], policy: DownloadPolicy, start: int | None = None,
@@ -139,10 +148,10 @@ class MemberView(QWidget):
 
         self.keys = GroupKeyBox()            # encrypted communities: the key, and what waits for it
         self.keys.setVisible(False)
-        self.download = QProgressBar()       # bytes of the running download (or of the chosen archives held)
+        self.download = SmoothBar()          # bytes of the running download (or of the chosen archives held)
         self.download.setObjectName("downloadBar")
         self.download.setTextVisible(True)
-        self.progress = QProgressBar()
+        self.progress = SmoothBar()
         self.progress.setFormat("%v of %m archives")
         self.cancel_btn, self.resume_btn = QPushButton("Cancel download"), QPushButton("Resume")
         self.cancel_btn.clicked.connect(lambda: self.state and self.cancel_requested.emit(self.state.community_id))
@@ -227,7 +236,6 @@ class MemberView(QWidget):
 
     def show_state(self, c: CommunityState) -> None:
         first = self.state is None or self.state.community_id != c.community_id
-        moved = first or c.download != self.state.download
         self.state = c
         self.keys.show_state(c)
         self.title.setText(f"{c.name} · member")
@@ -235,15 +243,10 @@ class MemberView(QWidget):
         self.banner.setVisible(bool(c.waiting_reason))
         engine_policy = (c.policy, c.range_start, c.range_end)
         wanted = selected_archives(list(c.archives), *engine_policy)
-        changed = {a.archive_id for a in wanted} != self.wanted
         self.wanted = {a.archive_id for a in wanted}
         self.model.replace_all(list(c.archives))
-        if changed and self.model.rowCount():     # "Chosen" and "State" depend on the choice, not on the row
-            self.model.dataChanged.emit(self.model.index(0, 0),
-                                        self.model.index(self.model.rowCount() - 1, self.model.columnCount() - 1))
-        if moved and self.model.rowCount():       # the Progress column follows the download, not the row
-            self.model.dataChanged.emit(self.model.index(0, self.progress_col),
-                                        self.model.index(self.model.rowCount() - 1, self.progress_col))
+        self.model.refresh_cells()   # "Chosen", "State", "Progress" follow the choice, the wait and the download
+        #                              too, not only the row: the rows whose cells changed are told, no others
         self._show_download(c)
         imported = sum(1 for a in c.archives if a.imported)
         self.counts.setText(f"{len(c.archives)} archives on offer · {len(self.wanted)} chosen · {imported} imported")
@@ -298,7 +301,6 @@ class MemberView(QWidget):
 
     def on_event(self, e) -> None:
         """Per-archive progress from the engine's events (status-go names), between two snapshots."""
-        from core.node import events as E
         if self.state is None or e.community_id != self.state.community_id:
             return
         if e.name == E.HISTORY_ARCHIVE_DOWNLOADED and e.data.get("archive_id"):
@@ -316,10 +318,7 @@ class MemberView(QWidget):
             self.progress.setFormat("%v of %m archives")
         else:
             return
-        for aid in list(self.live):
-            i = self.model.row_of(aid)
-            if i is not None:
-                self.model.dataChanged.emit(self.model.index(i, 0), self.model.index(i, self.model.columnCount() - 1))
+        self.model.refresh_cells()          # only the rows whose state changed
 
     def state_text(self, a: ArchiveInfo) -> str:
         if a.state or a.imported:

@@ -6,7 +6,9 @@ exists, the first tiny job's tasks give a real fraction. The words come from `wa
 from __future__ import annotations
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+
+from gui.views.progress import SmoothBar
 
 JVM, FIRST_JOB, READY, FAILED = "jvm", "first-job", "ready", "failed"
 REASON_BUILD = "the communities you own build their archives on Spark"
@@ -43,7 +45,7 @@ class SparkStatus(QWidget):
         self.setObjectName("sparkStatus")
         self.label = QLabel("")
         self.label.setObjectName("sparkStatusText")
-        self.bar = QProgressBar()
+        self.bar = SmoothBar()               # repaints at most every 100 ms, never inside a setter
         self.bar.setTextVisible(False)
         self.bar.setFixedWidth(120)
         lay = QHBoxLayout(self)

@@ -102,13 +102,16 @@ def test_member_controls_follow_the_engine_and_refuse_an_inverted_range(qtbot, n
     chosen = dict(zip([r.archive_id for r in m.model.rows()], column(m.model, CHOSEN)))
     assert {a for a, v in chosen.items() if v == "yes"} == latest
     # the policy changes on the engine side: radio, chosen column and counts follow within 2 s; the table is told
-    # (dataChanged over the Chosen column of every row), so it repaints even though no row's archive changed
-    repainted = []
-    m.model.dataChanged.connect(lambda tl, br, *_: repainted.append(
-        tl.row() == 0 and br.row() == len(owner) - 1 and tl.column() <= CHOSEN <= br.column()))
+    # (dataChanged over the Chosen column of each row whose choice changed), so those rows repaint even though no
+    # row's archive changed
+    told: set[int] = set()
+    m.model.dataChanged.connect(lambda tl, br, *_: tl.column() <= CHOSEN <= br.column() and told.update(
+        range(tl.row(), br.row() + 1)))
+    flipped = {m.model.row_of(a.archive_id) for a in owner if a.archive_id not in latest}
+    assert flipped and None not in flipped
     nodes.member.set_download_policy(cid, "all").result(30)
     qtbot.waitUntil(lambda: m.all_btn.isChecked() and column(m.model, CHOSEN) == ["yes"] * len(owner)
-                    and f"{len(owner)} chosen" in m.counts.text() and any(repainted), timeout=FRESH_MS)
+                    and f"{len(owner)} chosen" in m.counts.text() and flipped <= told, timeout=FRESH_MS)
     # every archive gets imported: the table says so within 2 s of the engine
     settle(lambda: len(nodes.member.state.archive_ids(cid, imported=True)) == len(owner), nodes.member.bus)
     qtbot.waitUntil(lambda: column(m.model, STATE) == ["imported"] * len(owner)

@@ -39,20 +39,45 @@ def write_spool(spool_dir: str, window: int, chunk: int, raw: bytes) -> str:
 
 def encode_chunks(window: int, lo: int, hi: int, topics: Sequence[bytes], messages: Iterable[ArchiveMessage],
                   cap: int, transform: ArchiveTransform | None, spool_dir: str | None = None) -> Iterator[tuple]:
-    """Yield one ENCODED_SCHEMA tuple per chunk of one window's ordered messages. With `spool_dir` the bytes go
-    to a file there and the row carries its path (big outputs never pass through the JVM's heap). Errors become a
-    row (the driver names the window); they never kill the task."""
-    for i, chunk in enumerate(chunk_messages(messages, cap)):
+    """Yield one ENCODED_SCHEMA tuple per chunk of one window's ordered messages (chunk_messages +
+    codec.encode_archive: the row-by-row encoder, for messages that come as objects, e.g. from the stage)."""
+    encoded = ((codec.encode_archive(lo, hi, topics, chunk), len(chunk)) for chunk in chunk_messages(messages, cap))
+    return encoded_rows(window, lo, hi, encoded, transform, spool_dir)
+
+
+def encode_store_window(window: int, con, lo: int, hi: int, topics: Sequence[bytes], cap: int,
+                        transform: ArchiveTransform | None, spool_dir: str | None = None) -> Iterator[tuple]:
+    """encode_chunks of a window read straight from a `waku_messages` store, with the reference build's bulk
+    encoder (core.archive.columnar.encode_window: the same query, the same bytes, one batch in memory)."""
+    from core.archive import columnar
+    return encoded_rows(window, lo, hi, columnar.encode_window(con, tuple(topics), lo, hi, cap), transform, spool_dir)
+
+
+def encoded_rows(window: int, lo: int, hi: int, encoded: Iterable[tuple[bytes, int]],
+                 transform: ArchiveTransform | None, spool_dir: str | None = None) -> Iterator[tuple]:
+    """(unpadded archive, message count) per chunk -> ENCODED_SCHEMA tuples. With `spool_dir` the bytes go to a
+    file there and the row carries its path (big outputs never pass through the JVM's heap). Errors become a row
+    (the driver names the window and fails the job); they never kill the task."""
+    i, n = 0, 0
+    it = iter(encoded)
+    while True:
         try:
-            raw = codec.encode_archive(lo, hi, topics, chunk)
+            raw, n = next(it)
+        except StopIteration:
+            return
+        except Exception as e:  # noqa: BLE001 - encoding failed: one error row ends this window
+            yield (window, i, lo, hi, 0, b"", f"{type(e).__name__}: {e}", None)
+            return
+        try:
             if transform is not None:
                 raw = transform(raw)
             if spool_dir is not None:
-                yield (window, i, lo, hi, len(chunk), b"", None, write_spool(spool_dir, window, i, raw))
+                yield (window, i, lo, hi, n, b"", None, write_spool(spool_dir, window, i, raw))
             else:
-                yield (window, i, lo, hi, len(chunk), raw, None, None)
+                yield (window, i, lo, hi, n, raw, None, None)
         except Exception as e:  # noqa: BLE001
-            yield (window, i, lo, hi, len(chunk), b"", f"{type(e).__name__}: {e}", None)
+            yield (window, i, lo, hi, n, b"", f"{type(e).__name__}: {e}", None)
+        i += 1
 
 
 def encoded_batch(pa, row: tuple):

@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from core.archive.constants import MAX_ARCHIVE_PAYLOAD
-from core.pipeline.encode import ENCODED_SCHEMA, encode_chunks, encoded_batch, hold
+from core.pipeline.encode import ENCODED_SCHEMA, encode_chunks, encode_store_window, encoded_batch, hold
 
 SOURCE_NAME = "archivist_waku_messages"
 ARCHIVES_SOURCE_NAME = "archivist_waku_archives"
@@ -137,9 +137,8 @@ class WakuArchivesReader(WakuMessagesReader):
             yield unseen_row(pa, partition, STORE_UNSEEN, self.path)
             return
         try:
-            msgs = window_messages(con, self.topics, partition.lo, partition.hi, self.cap)
-            for row in encode_chunks(partition.window, partition.lo, partition.hi, self.topic_bytes, msgs, self.cap,
-                                     transform, self.spool):
+            for row in encode_store_window(partition.window, con, partition.lo, partition.hi, self.topic_bytes,
+                                           self.cap, transform, self.spool):
                 yield encoded_batch(pa, row)
         finally:
             con.close()

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "screenshots"
 WEEK = 7 * 24 * 3600
 SIZE = (1280, 800)
+SHOWN_DATA_DIR = Path("/home/alice/.local/share/archivist")   # what the node settings screenshot shows
 # a community share link from status-go's messenger_share_urls_test.go (the "Doodles" vector)
 SHARE_LINK = ("https://status.app/c/iyKACkQKB0Rvb2RsZXMSJ0NvbG9yaW5nIHRoZSB3b3JsZCB3aXRoIGpveSDigKIg4bSXI"
               "OKAohiYohsiByMxMzFEMkYqAwEhMwM=#zQ3shYSHp7GoiXaauJMnDcjwU2yNjdzpXLosAWapPS4CFxc11")
@@ -141,6 +142,16 @@ def child() -> int:
         dlg = SettingsDialog(owner.settings, owner)
         dlg.show()
         grab(dlg, "settings")
+        dlg.close()
+        from core.node.config import first_run_settings, save   # with the node's config: its own settings too
+        node_cfg = save(first_run_settings(role="control", community_id=cid, data_dir=SHOWN_DATA_DIR,
+                                           name="Sample community", loopback=True,
+                                           channels=list(nodes.control_cfg.channel_chat_ids),
+                                           key_file=nodes.control_cfg.key_file), tmp / "node" / "archivist.toml")
+        dlg = SettingsDialog(owner.settings, owner, config=node_cfg)
+        dlg.resize(760, 1000)
+        dlg.show()
+        grab(dlg, "settings-node")
         dlg.close()
 
         from gui.views.welcome import WelcomeWindow       # what a first run shows (no config yet)

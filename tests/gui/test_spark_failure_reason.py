@@ -1,43 +1,91 @@
 """The window shows a Spark job's failure in the same words as the command line (issue 16): an owner whose node
 builds on a standalone Spark master with no worker presses "Archive now"; within the executor timeout the window
 says why (status bar, the owner view, the Log), and nothing is written. Real parts: Spark's own master (no
-worker), the node's own SparkSession, the real window."""
+worker), the node's own SparkSession, the real window (offscreen).
+
+The window runs in a child process of its own: a process has one JVM, and under xdist this test's worker may
+already run a local-mode SparkSession for other tests, whose JVM (and its environment) a cluster session in the
+same process would inherit. The child prints what is on screen as one JSON line."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from core.archive.codec import ArchiveMessage
-from core.node.config import load, save
-from core.pipeline.cluster import StandaloneCluster
-from core.status.topics import status_topic
-from core.storage import waku_messages
-from tests.gui.test_settings_engine import CHANNEL, owner_config, running
-
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_archive_now_on_a_cluster_without_workers_shows_the_reason(qtbot, home, window, tmp_path):
-    cid, path = owner_config(home)
+def child(home: str, master: str) -> None:
+    """The scenario, in a fresh process: an owner's node on `master`, messages in its store, Archive now."""
+    os.environ.update(HOME=home, XDG_CONFIG_HOME=f"{home}/.config", XDG_DATA_HOME=f"{home}/.local/share",
+                      ARCHIVIST_NO_SPARK="1", QT_QPA_PLATFORM="offscreen")
+    import core.node.runner  # noqa: F401 - the node's modules before PySide6: shiboken's import hook reads the
+    import core.waku.node    # noqa: F401   source of every module imported after it (minutes for libp2p here)
+    from PySide6.QtCore import QSettings
+    from PySide6.QtTest import QTest
+    from core.archive.codec import ArchiveMessage
+    from core.node.config import load, save
+    from core.status.topics import status_topic
+    from core.storage import waku_messages
+    from gui.app import make_app, start_node_in_background
+    from gui.main_window import MainWindow
+    from tests.gui.test_settings_engine import CHANNEL, owner_config
+    app = make_app()
+    app.setQuitOnLastWindowClosed(False)
+    cid, path = owner_config(Path(home))
+    s = load(path)
+    s.spark_master, s.spark_executor_timeout, s.spark_build = master, 5.0, True
+    path.unlink()
+    save(s, path, {cid + CHANNEL: "general"})
+    now = int(time.time())
+    con = waku_messages.connect(s.data_dir / "messages.sqlite")
+    waku_messages.insert_messages(con, [ArchiveMessage(b"\x04" + bytes(64), now - 7200 + i,
+                                                       status_topic(cid + CHANNEL), b"chat %d" % i,
+                                                       hash=bytes([i]) * 32) for i in range(1, 30)])
+    con.commit()
+    con.close()
+    w = MainWindow(settings=QSettings(f"{home}/gui.ini", QSettings.Format.IniFormat))
+    w.show()
+
+    def wait(cond, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not cond() and time.monotonic() < end:
+            QTest.qWait(50)             # Qt's event loop runs meanwhile (what qtbot.waitUntil does)
+        assert cond(), f"timed out; status bar: {w.statusBar().currentMessage()!r}; log: " + \
+            repr([str(r) for r in w.log.model.rows()][-5:])
+    start_node_in_background(w, path)
+    wait(lambda: w.running_node is not None and w.adapter is not None and bool(w.adapter.snapshot), 120)
+    node = w.running_node
+    w.archive_now(cid)
+    wait(lambda: "Build failed" in w.control.build_status.text(), 240)
+    print(json.dumps({"status": w.statusBar().currentMessage(), "build": w.control.build_status.text(),
+                      "log": [str(r) for r in w.log.model.rows()], "master": node.settings.spark_master,
+                      "builder": node.engine.builder is not None,
+                      "index": (s.data_dir / "archivedata" / cid / "index").exists()}), flush=True)
+    w.close()
+    node.stop() if hasattr(node, "stop") else None
+    os._exit(0)        # the JVM and the node's threads go with the process
+
+
+def test_archive_now_on_a_cluster_without_workers_shows_the_reason(tmp_path):
+    from core.pipeline.cluster import StandaloneCluster
+    home = tmp_path / "home"
+    home.mkdir()
     with StandaloneCluster(tmp_path / "cluster", worker=False) as cluster:
-        s = load(path)
-        s.spark_master, s.spark_executor_timeout, s.spark_build = cluster.master_url, 5.0, True
-        path.unlink()
-        save(s, path, {cid + CHANNEL: "general"})
-        now = int(time.time())
-        con = waku_messages.connect(s.data_dir / "messages.sqlite")
-        waku_messages.insert_messages(con, [ArchiveMessage(b"\x04" + bytes(64), now - 7200 + i,
-                                                           status_topic(cid + CHANNEL), b"chat %d" % i,
-                                                           hash=bytes([i]) * 32) for i in range(1, 30)])
-        con.commit()
-        con.close()
-        node = running(qtbot, window, path)
-        assert node.settings.spark_master == cluster.master_url and node.engine.builder is not None
-        window.archive_now(cid)
-        qtbot.waitUntil(lambda: "Build failed" in window.control.build_status.text(), timeout=240_000)
-        said = window.statusBar().currentMessage()
+        p = subprocess.run([sys.executable, "-c", "import sys; from tests.gui.test_spark_failure_reason import child; "
+                            "child(sys.argv[1], sys.argv[2])", str(home), cluster.master_url],
+                           cwd=ROOT, capture_output=True, text=True, timeout=540)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    shown = json.loads(p.stdout.strip().splitlines()[-1])
     reason = f"no Spark worker is available at {cluster.master_url}"
-    assert "archive now failed" in said and reason in said, said
-    assert any(reason in str(row) for row in window.log.model.rows()), "the Log names the reason too"
-    assert not (s.data_dir / "archivedata" / cid / "index").exists()          # nothing was written
+    assert shown["master"] == cluster.master_url and shown["builder"]
+    assert "archive now failed" in shown["status"] and reason in shown["status"], shown["status"]
+    assert shown["build"].startswith("Build failed")
+    assert any(reason in row for row in shown["log"]), "the Log names the reason too"
+    assert not shown["index"]                                                  # nothing was written

@@ -2,26 +2,11 @@
 cluster 16 but whose node runs cluster 1 is dialled, disconnected by 66/WAKU2-METADATA, forgotten (peer store and
 peer-exchange cache), and neither a re-walked tree nor peer exchange brings it back. Real nodes on 127.0.0.1, the
 tree on a real local DNS server, the clock injected."""
-import time
 
 from core.waku import dns_discovery as dd
+from tests.integration.waku.discovery_support import Clock, S, zone
 from tests.integration.waku.test_peer_exchange import record_of
-from tests.unit.waku.test_dns_discovery import TREE_KEY, TREE_PUB, LocalDns
-
-S = 10 ** 9
-
-
-class Clock:
-    def __init__(self):
-        self.ns = time.time_ns()
-
-    def __call__(self) -> int:
-        return self.ns
-
-
-def zone(records, seq):
-    root, txt = dd.make_tree(TREE_KEY, [r.to_text() for r in records], seq=seq)
-    return {"boot.test": root, **{f"{h}.boot.test".lower(): t for h, t in txt.items()}}
+from tests.unit.waku.test_dns_discovery import TREE_PUB, LocalDns
 
 
 def test_a_peer_of_another_cluster_found_by_dns_is_disconnected_and_stays_forgotten(make_node):

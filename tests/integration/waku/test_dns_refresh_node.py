@@ -2,26 +2,11 @@
 real UDP DNS server whose zone the test changes, the node's clock injected (no sleeps). A peer added to the tree
 after the start is learnt at the next re-walk and dialled by the next maintenance round."""
 import logging
-import time
 
 from core.waku import dns_discovery as dd
+from tests.integration.waku.discovery_support import Clock, S, zone
 from tests.integration.waku.test_peer_exchange import record_of
-from tests.unit.waku.test_dns_discovery import TREE_KEY, TREE_PUB, LocalDns
-
-S = 10 ** 9
-
-
-class Clock:
-    def __init__(self):
-        self.ns = time.time_ns()
-
-    def __call__(self) -> int:
-        return self.ns
-
-
-def zone(records, seq):
-    root, txt = dd.make_tree(TREE_KEY, [r.to_text() for r in records], seq=seq)
-    return {"boot.test": root, **{f"{h}.boot.test".lower(): t for h, t in txt.items()}}
+from tests.unit.waku.test_dns_discovery import TREE_PUB, LocalDns
 
 
 def stored(node, peer_id):

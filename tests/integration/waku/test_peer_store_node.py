@@ -11,20 +11,9 @@ from libp2p.peer.id import ID
 
 from core.waku import dns_discovery as dd
 from core.waku.errors import WakuPeerError
+from tests.integration.waku.discovery_support import Clock, S
 from tests.integration.waku.test_peer_exchange import fake_records, record_of
 from tests.unit.waku.test_dns_discovery import TREE_KEY, TREE_PUB, LocalDns
-
-S = 10 ** 9
-
-
-class Clock:
-    """Unix ns, moved by the test."""
-
-    def __init__(self):
-        self.ns = time.time_ns()
-
-    def __call__(self) -> int:
-        return self.ns
 
 
 def wait_first_round(b):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from pathlib import Path
 
 from core.archive.codec import ArchiveMessage
@@ -32,3 +33,13 @@ def write_store(path: Path, messages) -> Path:
 def folder_bytes(root: Path) -> dict[str, bytes]:
     """Every file under root (relative path -> bytes), for exact before/after comparisons."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def history_tables(db: Path) -> list[list[tuple]]:
+    """Every row of a member history database's three tables, in a fixed order (to compare two imports)."""
+    con = sqlite3.connect(db)
+    try:
+        return [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                for t in ("history_messages", "community_message_archive_hashes", "communities_archive_info")]
+    finally:
+        con.close()

@@ -2,7 +2,6 @@
 one transaction per window, never delete; core/history_import.py)."""
 from __future__ import annotations
 
-import sqlite3
 
 import pytest
 
@@ -12,7 +11,7 @@ from core.pipeline.hydrate import HydrateError, InjectedFault, submit_hydrate
 from core.status.unwrap import Unwrapped
 from core.storage import history
 
-from .helpers import COMMUNITY, T0, TOPICS, WEEK, msg, write_store
+from .helpers import COMMUNITY, T0, TOPICS, WEEK, history_tables, msg, write_store
 
 pytestmark = pytest.mark.spark
 OTHER_COMMUNITY = "0x03" + "cd" * 32
@@ -33,15 +32,6 @@ def built(tmp_path):
 
 def stale_row(ts, tag, community=COMMUNITY):
     return (community, bytes([tag]) * 32, ts, TOPICS[0], None, None, None, None, None, None, b"old", None)
-
-
-def dump(db):
-    con = sqlite3.connect(db)
-    try:
-        return [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
-                for t in ("history_messages", "community_message_archive_hashes", "communities_archive_info")]
-    finally:
-        con.close()
 
 
 def test_hydrate_all_keeps_local_messages_and_is_idempotent(spark_owner, tmp_path, built):
@@ -67,9 +57,9 @@ def test_hydrate_all_keeps_local_messages_and_is_idempotent(spark_owner, tmp_pat
     m = ms[0]
     assert by_hash[m.hash][2:5] == (m.timestamp, m.topic, m.sig) and by_hash[m.hash][10] == m.payload
     con.close()
-    first = dump(db)
+    first = history_tables(db)
     again = submit_hydrate(spark_owner, folder.path, COMMUNITY, db).result(300)
-    assert again.imported_archive_ids == [] and dump(db) == first        # only what is missing: nothing
+    assert again.imported_archive_ids == [] and history_tables(db) == first        # only what is missing: nothing
 
 
 def test_one_chunk_chosen_imports_its_whole_window(spark_owner, tmp_path, built):

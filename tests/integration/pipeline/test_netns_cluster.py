@@ -19,7 +19,6 @@ import os
 import secrets
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ import pytest
 
 from core.synth import synthesize
 
-from .helpers import folder_bytes
+from .helpers import folder_bytes, history_tables
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 ROOT = str(Path(__file__).resolve().parents[3])
@@ -159,15 +158,6 @@ def _stop(proc: subprocess.Popen | None) -> None:
             proc.wait(30)
 
 
-def _dump(db: Path) -> list[list[tuple]]:
-    con = sqlite3.connect(db)
-    try:
-        return [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
-                for t in ("history_messages", "community_message_archive_hashes", "communities_archive_info")]
-    finally:
-        con.close()
-
-
 def _cmdline(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -230,7 +220,7 @@ def test_driver_and_cluster_in_two_network_namespaces(two_namespaces, tmp_path):
         assert rc == 0, err[-3000:]
         hydrated = time.monotonic()
         assert json.loads(out)["messages"] == r.messages
-        spark_rows, ref_rows = _dump(tmp_path / "spark.sqlite"), _dump(tmp_path / "ref.sqlite")
+        spark_rows, ref_rows = history_tables(tmp_path / "spark.sqlite"), history_tables(tmp_path / "ref.sqlite")
         assert len(spark_rows[0]) == r.messages
         assert spark_rows == ref_rows
 

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import socket
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from core.archive.build import build_archives
 from core.pipeline.cluster import StandaloneCluster
 from core.synth import synthesize
 
-from .helpers import folder_bytes
+from .helpers import folder_bytes, history_tables
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 ROOT = str(Path(__file__).resolve().parents[3])
@@ -66,15 +65,6 @@ def spark_build(r, db: Path, data: Path, torrents: Path, master: str, *extra: st
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, timeout=600,
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
-
-
-def dump(db: Path) -> list[list[tuple]]:
-    con = sqlite3.connect(db)
-    try:
-        return [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
-                for t in ("history_messages", "community_message_archive_hashes", "communities_archive_info")]
-    finally:
-        con.close()
 
 
 def test_executors_read_only_the_stage(tmp_path):
@@ -124,7 +114,7 @@ def test_executors_read_only_the_stage(tmp_path):
                        "120", "--json", "--stage-dir", str(stage))
         assert hydrated.returncode == 0, hydrated.stderr[-3000:]
         assert json.loads(hydrated.stdout)["messages"] == r.messages
-        assert dump(hidden / "member.sqlite") == dump(tmp_path / "ref.sqlite")
+        assert history_tables(hidden / "member.sqlite") == history_tables(tmp_path / "ref.sqlite")
         assert list(stage.iterdir()) == []
         # ... and without the stage the executors cannot read `data`: one line, exit 1, nothing imported.
         direct = cli("spark-hydrate", "--folder", str(folder), "--community-id", r.community_id, "--db",
@@ -135,7 +125,7 @@ def test_executors_read_only_the_stage(tmp_path):
             f"archivist spark-hydrate: the Spark executor on host {socket.gethostname()} cannot open the downloaded "
             f"archives {folder / 'data'}: give --stage-dir (a folder shared by this machine and every worker), or "
             "put the folder at the same path on every worker; nothing was imported"), direct.stderr[-3000:]
-        assert "Traceback" not in direct.stderr and dump(hidden / "member2.sqlite")[1] == []
+        assert "Traceback" not in direct.stderr and history_tables(hidden / "member2.sqlite")[1] == []
 
         # A stage the driver sees but the worker does not: one line naming the path and the host, exit 1.
         unseen = hidden / "stage"

@@ -89,7 +89,8 @@ def run_job(command: str, owner, submit, show_progress: bool, failed: tuple = ()
     Returns (code, result or None); the reason is printed as one line, with the note the command can promise
     (NOTHING_WRITTEN when its output is written only at the end)."""
     from core.pipeline.security import SparkSecurityError
-    from core.pipeline.session import JobCancelled, JobFailed, SparkConfigError
+    from core.pipeline.cluster_conf import SparkConfigError
+    from core.pipeline.session import JobCancelled, JobFailed
     try:
         return 0, _wait(submit(), show_progress)
     except (ArchiveError, FileNotFoundError, SparkConfigError, SparkSecurityError) as e:
@@ -155,7 +156,7 @@ def _daemon_cluster(a, *, master: bool):
     import os
     from core.pipeline import security
     from core.pipeline.cluster import StandaloneCluster
-    from core.pipeline.session import _cache_home, local_address_towards, master_host_port
+    from core.pipeline.cluster_conf import _cache_home, local_address_towards, master_host_port
     if master:
         workdir = a.work_dir or security.runtime_dir() / f"master-{a.port}"
         host = a.host
@@ -175,7 +176,7 @@ def cmd_spark_daemon(a) -> int:
     stdout: the master URL (master) or `registered with URL` (worker), once ready; then nothing."""
     from core.pipeline.cluster import DaemonError, serve
     from core.pipeline.security import SparkSecurityError, insecure_master_warning
-    from core.pipeline.session import SparkConfigError
+    from core.pipeline.cluster_conf import SparkConfigError
     master = a.command == "spark-master"
     try:
         cluster = _daemon_cluster(a, master=master)

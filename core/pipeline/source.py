@@ -121,14 +121,18 @@ class WakuArchivesReader(WakuMessagesReader):
         self.hold = (h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1])) if h else None
         self.spool = options.get("spool") or None
 
-    def read(self, partition: WindowPartition) -> Iterator:
+    def _transform(self):
+        """The archive transform (encrypted communities) the driver pickled into the options, or None."""
+        if not self.transform:
+            return None
         import base64
+        from pyspark import cloudpickle
+        return cloudpickle.loads(base64.b64decode(self.transform))
+
+    def read(self, partition: WindowPartition) -> Iterator:
         import pyarrow as pa
         hold(self.hold)
-        transform = None
-        if self.transform:
-            from pyspark import cloudpickle
-            transform = cloudpickle.loads(base64.b64decode(self.transform))
+        transform = self._transform()
         if not self.topics:
             return
         try:
@@ -173,17 +177,13 @@ class StageArchivesReader(WakuArchivesReader):
         self.stage = options["stage"]
 
     def read(self, partition: WindowPartition) -> Iterator:
-        import base64
         import os
         import pyarrow as pa
         hold(self.hold)
         if not os.path.isdir(os.path.join(self.stage, "in")):
             yield unseen_row(pa, partition, STAGE_UNSEEN, self.stage)
             return
-        transform = None
-        if self.transform:
-            from pyspark import cloudpickle
-            transform = cloudpickle.loads(base64.b64decode(self.transform))
+        transform = self._transform()
         msgs = read_stage_window(stage_window_file(self.stage, partition.window))
         for row in encode_chunks(partition.window, partition.lo, partition.hi, self.topic_bytes, msgs, self.cap,
                                  transform, os.path.join(self.stage, "out")):

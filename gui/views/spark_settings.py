@@ -86,7 +86,7 @@ class SparkBox(QGroupBox):
     def check(self) -> str | None:
         """Why these values cannot work (one sentence), read before anything is written; None when they can."""
         from core.pipeline.security import SparkSecurityError, read_secret
-        from core.pipeline.session import SparkConfigError, is_cluster_master, master_host_port
+        from core.pipeline.cluster_conf import SparkConfigError, is_cluster_master, master_host_port
         master = self.master.text().strip()
         if is_cluster_master(master):
             try:

@@ -7,8 +7,9 @@ import zipfile
 
 import pytest
 
-from core.pipeline.session import (SparkConfigError, SparkSettings, driver_network, local_address_towards,
-                                   master_host_port, no_worker_message, project_zip)
+from core.pipeline.cluster_conf import (SparkConfigError, driver_network, local_address_towards, master_host_port,
+                                        no_worker_message, project_zip)
+from core.pipeline.session import SparkSettings
 
 
 def _no_route(host, port):

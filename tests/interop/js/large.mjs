@@ -12,7 +12,7 @@
 // own 1 MiB cap on an encoded message (isWireSizeUnderCap) is what limits js-waku; nothing to configure here.
 import { createHash, randomBytes } from "node:crypto";
 import { args, emit } from "./polyfill.mjs";
-import { multiaddr } from "@multiformats/multiaddr";
+import { startLightNode, startRelayNode } from "./nodes.mjs";
 
 const cluster = Number(args.cluster ?? 16), shard = Number(args.shard ?? 32);
 const JS_WAKU_CAP = 1024 * 1024;   // @waku/utils isWireSizeUnderCap: encoded message length <= 1 MiB
@@ -28,16 +28,9 @@ async function payloadFor(size, encoder) {
 }
 
 async function relay() {
-  const { createRelayNode } = await import("@waku/sdk/relay");
-  const { createDecoder, createEncoder, waitForRemotePeer, Protocols } = await import("@waku/sdk");
+  const { createDecoder, createEncoder } = await import("@waku/sdk");
   const shardInfo = { clusterId: cluster, shard };
-  const node = await createRelayNode({
-    networkConfig: { clusterId: cluster, shards: [shard] },
-    libp2p: { filterMultiaddrs: false, hideWebSocketInfo: true },
-  });
-  await node.start();
-  await node.dial(multiaddr(args.peer));
-  await waitForRemotePeer(node, [Protocols.Relay], 20000);
+  const node = await startRelayNode(args.peer, cluster, shard);
   let received = 0;
   await node.relay.subscribe([createDecoder(args.topic, shardInfo)], (msg) => {
     emit({ event: "received", size: msg.payload.length, sha256: sha256(msg.payload), pubsubTopic: msg.pubsubTopic,
@@ -60,24 +53,7 @@ async function relay() {
 }
 
 async function light() {
-  const { createLightNode, Protocols } = await import("waku-sdk-latest");
-  const node = await createLightNode({
-    networkConfig: { clusterId: cluster },
-    defaultBootstrap: false,
-    libp2p: { filterMultiaddrs: false, hideWebSocketInfo: true },
-  });
-  await node.start();
-  const want = args.mode === "store" ? Protocols.Store : Protocols.LightPush;
-  for (let attempt = 1; ; attempt++) {   // as light.mjs: re-dial if js-waku has not registered the service
-    try {
-      await node.dial(multiaddr(args.peer));
-      await node.waitForPeers([want], 8000);
-      break;
-    } catch (e) {
-      process.stderr.write(`attempt ${attempt}: ${e}\n`);
-      if (attempt >= 3) throw e;
-    }
-  }
+  const node = await startLightNode(args.peer, cluster, args.mode);
   emit({ event: "ready", peerId: node.libp2p.peerId.toString() });
   if (args.mode === "store") {
     const decoder = node.createDecoder({ contentTopic: args.topic, shardId: shard });

@@ -5,28 +5,10 @@
 //                                                                          {"event":"done","count":N}
 //   --mode=lightpush --count=N [--legacy=true]                                         -> {"event":"pushed",...} lines
 import { args, emit, hex } from "./polyfill.mjs";
-import { createLightNode, Protocols } from "waku-sdk-latest";
-import { multiaddr } from "@multiformats/multiaddr";
+import { startLightNode } from "./nodes.mjs";
 
 const cluster = Number(args.cluster ?? 16), shard = Number(args.shard ?? 32);
-const node = await createLightNode({
-  networkConfig: { clusterId: cluster },
-  defaultBootstrap: false,
-  libp2p: { filterMultiaddrs: false, hideWebSocketInfo: true },
-});
-await node.start();
-const want = args.mode === "store" ? Protocols.Store : Protocols.LightPush;
-// Dial and wait for the service; re-dial if js-waku has not registered it (rarely seen under heavy load).
-for (let attempt = 1; ; attempt++) {
-  try {
-    await node.dial(multiaddr(args.peer));
-    await node.waitForPeers([want], 8000);
-    break;
-  } catch (e) {
-    process.stderr.write(`attempt ${attempt}: ${e}\n`);
-    if (attempt >= 3) throw e;
-  }
-}
+const node = await startLightNode(args.peer, cluster, args.mode);
 emit({ event: "ready", peerId: node.libp2p.peerId.toString() });
 
 if (args.mode === "store") {

@@ -3,19 +3,12 @@
 //          --mode=send|recv --count=N
 // Prints one JSON object per line: {"event":"ready"}, {"event":"sent",...}, {"event":"received",...}.
 import { args, emit, hex } from "./polyfill.mjs";
-import { createRelayNode } from "@waku/sdk/relay";
-import { createDecoder, createEncoder, waitForRemotePeer, Protocols } from "@waku/sdk";  // re-exports @waku/interfaces
-import { multiaddr } from "@multiformats/multiaddr";
+import { createDecoder, createEncoder } from "@waku/sdk";
+import { startRelayNode } from "./nodes.mjs";
 
 const cluster = Number(args.cluster ?? 16), shard = Number(args.shard ?? 32), count = Number(args.count ?? 1);
 const shardInfo = { clusterId: cluster, shard };
-const node = await createRelayNode({
-  networkConfig: { clusterId: cluster, shards: [shard] },
-  libp2p: { filterMultiaddrs: false, hideWebSocketInfo: true },
-});
-await node.start();
-await node.dial(multiaddr(args.peer));
-await waitForRemotePeer(node, [Protocols.Relay], 20000);
+const node = await startRelayNode(args.peer, cluster, shard);
 const decoder = createDecoder(args.topic, shardInfo);
 let received = 0;
 await node.relay.subscribe([decoder], (msg) => {

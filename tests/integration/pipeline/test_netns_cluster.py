@@ -18,6 +18,7 @@ import json
 import os
 import secrets
 import shutil
+import select
 import signal
 import subprocess
 import sys
@@ -77,11 +78,18 @@ def _kill_everything_in(ns: str, deadline_s: float = 60.0) -> list[int]:
             raise AssertionError(f"processes still in namespace {ns}: {pids}")
         for pid in pids:
             try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            try:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
+                # wait for this process to be gone (its pidfd turns readable), not a fixed interval
+                select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             except ProcessLookupError:
                 pass
-        time.sleep(0.1)   # poll interval (not synchronisation): the kernel tears the processes down
+            finally:
+                os.close(fd)
     return killed
 
 

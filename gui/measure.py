@@ -1,5 +1,5 @@
 """GUI responsiveness figures: cold start (process start -> window painted) and the GUI-thread stall while the
-demo builds, downloads and imports.  `python -m gui.measure cold|stall|all` prints them."""
+demo builds, downloads and imports.  `python -m gui.measure cold|stall|spark|fork|all` prints them."""
 from __future__ import annotations
 
 import os
@@ -14,25 +14,42 @@ from pathlib import Path
 from PySide6.QtCore import QElapsedTimer, QObject, Qt, QTimer
 
 
+LATE_MS = 16.0          # a tick this late missed a frame
+BUSY_MS = 5.0           # CPU of the process's other threads during a late tick that counts as holding the GIL
+
+
 @dataclass
 class StallFigures:
     samples: int
     p50_ms: float
     p99_ms: float
     max_ms: float
+    late: int | None = None       # ticks later than LATE_MS
+    late_busy: int | None = None  # of those, ticks during which the process's other threads ran >= BUSY_MS
+    worst: tuple = ()             # the 3 latest ticks: (late ms, other threads' CPU ms meanwhile)
 
     def line(self, label: str) -> str:
-        return (f"{label}: {self.samples} ticks, GUI stall p50 {self.p50_ms:.1f} ms, p99 {self.p99_ms:.1f} ms, "
+        text = (f"{label}: {self.samples} ticks, GUI stall p50 {self.p50_ms:.1f} ms, p99 {self.p99_ms:.1f} ms, "
                 f"max {self.max_ms:.1f} ms")
+        if self.late is not None:
+            text += (f"; {self.late} ticks > {LATE_MS:.0f} ms late, in {self.late_busy} of them the window "
+                     f"process's other threads ran >= {BUSY_MS:.0f} ms (GIL), in the rest it got no CPU; worst: "
+                     + ", ".join(f"{a:.0f} ms (other threads {b:.0f} ms)" for a, b in self.worst))
+        return text
 
 
 class StallMeter(QObject):
-    """A precise timer on the GUI thread; each tick records how late it fired (= how long the thread stalled)."""
+    """A precise timer on the GUI thread; each tick records how late it fired (= how long the thread stalled),
+    and how much CPU the process's other threads used meanwhile (`busy`, ms): a late tick with the GUI thread idle
+    and other threads running was waiting for the GIL; one with no CPU used at all was waiting for a core (the
+    machine's other load)."""
 
     def __init__(self, interval_ms: int = 5, parent: QObject | None = None):
         super().__init__(parent)
         self.interval = interval_ms
         self.delays: list[float] = []
+        self.busy: list[float] = []
+        self._cpu = (0.0, 0.0)
         self._clock = QElapsedTimer()
         self._timer = QTimer(self)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
@@ -42,6 +59,8 @@ class StallMeter(QObject):
 
     def start(self) -> None:
         self.delays.clear()
+        self.busy.clear()
+        self._cpu = (time.process_time(), time.thread_time())
         self._clock.start()
         self._last = self._clock.nsecsElapsed()
         self._timer.start()
@@ -54,11 +73,17 @@ class StallMeter(QObject):
         now = self._clock.nsecsElapsed()
         self.delays.append(max(0.0, (now - self._last) / 1e6 - self.interval))
         self._last = now
+        cpu = (time.process_time(), time.thread_time())
+        self.busy.append(max(0.0, ((cpu[0] - self._cpu[0]) - (cpu[1] - self._cpu[1])) * 1000))
+        self._cpu = cpu
 
     def figures(self, since: int = 0, until: int | None = None) -> StallFigures:
         """Figures of ticks number `since` to `until` (a phase of a run; default: all)."""
         d = sorted(self.delays[since:until]) or [0.0]
-        return StallFigures(len(self.delays[since:until]), statistics.median(d), d[min(len(d) - 1, int(len(d) * 0.99))], d[-1])
+        ticks = list(zip(self.delays[since:until], self.busy[since:until]))
+        late = [b for x, b in ticks if x > LATE_MS]
+        return StallFigures(len(ticks), statistics.median(d), d[min(len(d) - 1, int(len(d) * 0.99))], d[-1],
+                            len(late), sum(1 for b in late if b >= BUSY_MS), tuple(sorted(ticks, reverse=True)[:3]))
 
 
 def cold_start(runs: int = 3) -> list[float]:
@@ -174,6 +199,60 @@ def demo_stall(root: Path, timeout: float = 180.0, messages: int = 3000, weeks: 
     return DemoStall(idle, busy, secs, total, msgs, start=start, work=work, cpu=cpu)
 
 
+def _idle_child() -> None:
+    """`python -c` entry of idle_window_process: an idle main window whose GUI thread is metered until stdin
+    closes; then its figures as one JSON line."""
+    import json
+    from PySide6.QtCore import QSettings, QSocketNotifier
+    from gui.app import make_app
+    from gui.main_window import MainWindow
+    app = make_app()
+    with tempfile.TemporaryDirectory(prefix="archivist-idle-") as tmp:
+        w = MainWindow(settings=QSettings(os.path.join(tmp, "i.ini"), QSettings.Format.IniFormat))
+        w.show()
+        app.processEvents()
+        meter = StallMeter()
+        meter.start()
+        print("READY", flush=True)
+
+        def closed() -> None:
+            if os.read(0, 4096):
+                return
+            note.setEnabled(False)
+            f = meter.stop()
+            print(json.dumps([f.samples, f.p50_ms, f.p99_ms, f.max_ms, f.late, f.late_busy, f.worst]), flush=True)
+            app.quit()
+        note = QSocketNotifier(0, QSocketNotifier.Type.Read)
+        note.activated.connect(closed)
+        app.exec()
+        w.close()
+
+
+class IdleWindowProcess:
+    """A reference measured at the same time as the window under test: another process with an idle main window
+    and its own StallMeter. Its late ticks are what the machine's other load alone does to a window (its CPU
+    share), so the difference is what the measured window's own process adds (the GIL held by its threads)."""
+
+    def __init__(self):
+        env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
+        self.proc = subprocess.Popen([sys.executable, "-c", "from gui.measure import _idle_child; _idle_child()"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                     cwd=str(Path(__file__).resolve().parent.parent))
+        line = self.proc.stdout.readline()         # type: ignore[union-attr]
+        if not line.startswith("READY"):
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError(f"the idle reference window did not start: {line!r}")
+
+    def stop(self) -> StallFigures:
+        import json
+        self.proc.stdin.close()                    # type: ignore[union-attr]
+        out = self.proc.stdout.read()              # type: ignore[union-attr]
+        self.proc.wait(30)
+        *head, worst = json.loads(out.strip().splitlines()[-1])
+        return StallFigures(*head, tuple(map(tuple, worst)))
+
+
 def spark_warm_stall(root: Path) -> tuple[float, float, StallFigures]:
     """Window shown, then Spark warms up in the background: (seconds to visible, warm-up seconds, GUI stall)."""
     from PySide6.QtCore import QEventLoop, QSettings
@@ -201,6 +280,44 @@ def spark_warm_stall(root: Path) -> tuple[float, float, StallFigures]:
     return visible, done[0], figures
 
 
+def fork_gil_wait(ballast_mib: int = 1500, runs: int = 5) -> dict[str, float]:
+    """How long another Python thread of a window process waits while the process starts a child: `Popen` with
+    `preexec_fn` (as pyspark launches the JVM: fork, under the GIL, copying the page tables) against plain
+    `Popen` (vfork) and `start_new_session=True`. `ballast_mib` of touched memory stands for a window holding a
+    Spark driver. Returns the worst wait (ms) of a 1 ms sleep loop for each way."""
+    import signal
+    import threading
+    ballast = bytearray(ballast_mib << 20)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
+    late: list[float] = []
+    stop = threading.Event()
+
+    def ticker() -> None:
+        last = time.perf_counter()
+        while not stop.is_set():
+            time.sleep(0.001)
+            now = time.perf_counter()
+            late.append(now - last - 0.001)
+            last = now
+    t = threading.Thread(target=ticker, daemon=True)
+    t.start()
+    ways = {"preexec_fn (fork)": {"preexec_fn": lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)},
+            "plain (vfork)": {}, "start_new_session (vfork)": {"start_new_session": True}}
+    out = {}
+    for name, kw in ways.items():
+        time.sleep(0.2)
+        late.clear()
+        for _ in range(runs):
+            subprocess.Popen(["true"], stdin=subprocess.PIPE, **kw).wait()
+            time.sleep(0.05)
+        out[name] = max(late) * 1000
+    stop.set()
+    t.join()
+    del ballast
+    return out
+
+
 def main(argv: list[str]) -> int:
     what = argv[1] if len(argv) > 1 else "all"
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -210,11 +327,29 @@ def main(argv: list[str]) -> int:
         print(f"cold start: window painted after {min(cold):.2f} s (runs: {', '.join(f'{c:.2f}' for c in cold)}); "
               f"reference: bare python start {min(base):.2f} s")
     if what in ("spark",):
-        with tempfile.TemporaryDirectory(prefix="archivist-spark-") as tmp:
-            visible, warm, fig = spark_warm_stall(Path(tmp))
+        ref = IdleWindowProcess()
+        try:
+            with tempfile.TemporaryDirectory(prefix="archivist-spark-") as tmp:
+                visible, warm, fig = spark_warm_stall(Path(tmp))
+        finally:
+            idle = ref.stop()
         print(f"window visible {visible:.2f} s after QApplication creation; Spark warm-up took {warm:.1f} s "
-              "in the background")
+              f"in the background (load average {os.getloadavg()[0]:.1f})")
         print(fig.line("GUI stall during the Spark warm-up"))
+        print(idle.line("reference: an idle window in another process, at the same time"))
+    if what in ("fork",):
+        from gui.app import make_app
+        from gui.main_window import MainWindow
+        from PySide6.QtCore import QSettings
+        app = make_app()
+        with tempfile.TemporaryDirectory(prefix="archivist-fork-") as tmp:
+            w = MainWindow(settings=QSettings(os.path.join(tmp, "f.ini"), QSettings.Format.IniFormat))
+            w.show()
+            app.processEvents()
+            waits = fork_gil_wait()
+            w.close()
+        print("another thread's worst wait while the window process starts a child (1.5 GB resident): "
+              + ", ".join(f"{k} {v:.1f} ms" for k, v in waits.items()))
     if what in ("stall", "all"):
         with tempfile.TemporaryDirectory(prefix="archivist-stall-") as tmp:
             r = demo_stall(Path(tmp))

@@ -1,5 +1,6 @@
 """Table models updated by key (torrent-client style): a row changes in place with a per-row dataChanged;
-more than half the rows changing at once becomes one reset. Views sort/filter through QSortFilterProxyModel.
+more than half the rows changing at once becomes one reset. A log appends to a RingTableModel (bounded, O(1)).
+Views sort/filter through QSortFilterProxyModel.
 Cells that depend on more than their row (a member's choice, a download's progress) are re-checked with
 `refresh_cells()`, which tells the views only about the rows whose shown cells changed."""
 from __future__ import annotations
@@ -85,8 +86,8 @@ class Column:
     align_right: bool = False
 
 
-class KeyedTableModel(QAbstractTableModel):
-    """Rows are arbitrary objects; `key(row)` identifies them. Update with upsert/remove/replace_all."""
+class ColumnTableModel(QAbstractTableModel):
+    """A table whose cells come from `columns` applied to row objects; subclasses keep the rows (`_row(i)`)."""
 
     def __init__(self, columns: Sequence[Column], key: Callable[[Any], Hashable], parent=None,
                  foreground: Callable[[Any], Any] | None = None):
@@ -94,14 +95,11 @@ class KeyedTableModel(QAbstractTableModel):
         self.columns = list(columns)
         self.key = key
         self.foreground = foreground
-        self._rows: list[Any] = []
-        self._index: dict[Hashable, int] = {}
-        self._cells: dict[Hashable, tuple] | None = None   # key -> cells last told (kept once refresh_cells ran)
+
+    def _row(self, i: int) -> Any:
+        raise NotImplementedError
 
     # -- Qt interface --------------------------------------------------------------------------------------
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
-
     def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
@@ -113,7 +111,7 @@ class KeyedTableModel(QAbstractTableModel):
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
-        row, col = self._rows[index.row()], self.columns[index.column()]
+        row, col = self._row(index.row()), self.columns[index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
             return col.text(row) if col.text else _plain(col.value(row))
         if role == SORT_ROLE:
@@ -128,6 +126,23 @@ class KeyedTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole and self.foreground:
             return self.foreground(row)
         return None
+
+
+class KeyedTableModel(ColumnTableModel):
+    """Rows are arbitrary objects; `key(row)` identifies them. Update with upsert/remove/replace_all."""
+
+    def __init__(self, columns: Sequence[Column], key: Callable[[Any], Hashable], parent=None,
+                 foreground: Callable[[Any], Any] | None = None):
+        super().__init__(columns, key, parent, foreground)
+        self._rows: list[Any] = []
+        self._index: dict[Hashable, int] = {}
+        self._cells: dict[Hashable, tuple] | None = None   # key -> cells last told (kept once refresh_cells ran)
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def _row(self, i: int) -> Any:
+        return self._rows[i]
 
     def cells(self, row: Any) -> tuple:
         """What a row shows: every column's text, sort value and tooltip."""
@@ -255,6 +270,65 @@ class KeyedTableModel(QAbstractTableModel):
 
     def _reindex(self) -> None:
         self._index = {self.key(r): i for i, r in enumerate(self._rows)}
+
+
+class RingTableModel(ColumnTableModel):
+    """An append-only table that keeps the newest `capacity` rows (a log): appending is O(1) amortised. A row is
+    added with one beginInsertRows at the end; once `drop` rows beyond `capacity` have gathered, the oldest go in
+    one beginRemoveRows from the front, so the views' and proxies' own work for a removal (they renumber the rows
+    after it) is shared by `drop` appends. Rows live in a list with a moving head (`_head`): a dropped row's slot
+    is cleared at once and the list is compacted when the dead slots outnumber the live rows."""
+
+    def __init__(self, columns: Sequence[Column], key: Callable[[Any], Hashable], capacity: int, parent=None,
+                 foreground: Callable[[Any], Any] | None = None, drop: int | None = None):
+        super().__init__(columns, key, parent, foreground)
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        self.drop = max(1, min(capacity, drop if drop is not None else capacity // 50))
+        self.dropped = 0                      # rows dropped from the front so far (cleared rows not counted)
+        self._buf: list[Any] = []
+        self._head = 0
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._buf) - self._head
+
+    def _row(self, i: int) -> Any:
+        return self._buf[self._head + i]
+
+    def row(self, i: int) -> Any:
+        """The row at position i (0 = the oldest kept; negative counts from the newest)."""
+        n = self.rowCount()
+        if not -n <= i < n:
+            raise IndexError(i)
+        return self._buf[self._head + (i % n)]
+
+    def rows(self) -> list[Any]:
+        return self._buf[self._head:]
+
+    def append(self, row: Any) -> None:
+        n = self.rowCount()
+        self.beginInsertRows(QModelIndex(), n, n)
+        self._buf.append(row)
+        self.endInsertRows()
+        if n + 1 >= self.capacity + self.drop:
+            self._drop_front(n + 1 - self.capacity)
+
+    def _drop_front(self, k: int) -> None:
+        self.beginRemoveRows(QModelIndex(), 0, k - 1)
+        head = self._head
+        self._buf[head:head + k] = [None] * k          # free the rows now, not all at once at compaction
+        self._head = head + k
+        if self._head > len(self._buf) - self._head:
+            del self._buf[:self._head]
+            self._head = 0
+        self.dropped += k
+        self.endRemoveRows()
+
+    def clear(self) -> None:
+        self.beginResetModel()
+        self._buf, self._head = [], 0
+        self.endResetModel()
 
 
 def _runs(rows: list[int]) -> list[tuple[int, int]]:

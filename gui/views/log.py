@@ -14,13 +14,14 @@ from typing import Any
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSplitter, QVBoxLayout,
                                QWidget)
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 
 from core.node import events as E
-from gui.models import Column, KeyedTableModel, fmt_time, short_id
+from gui.models import Column, RingTableModel, fmt_time, short_id
 from gui.views.inspector import make_table
 
-MAX_ROWS = 5000
+MAX_ROWS = 5000          # the newest rows kept (up to MAX_ROWS + MAX_ROWS // 50: the oldest go in batches)
+FOLLOW_MS = 50           # the view catches up with the newest row at most this often (not once per event)
 INFO, IGNORED, WARNING, FAILURE = "info", "ignored", "warning", "failure"
 COLOURS = {IGNORED: "#7f8c8d", WARNING: "#b9770e", FAILURE: "#c0392b"}
 COL_EVENT, COL_DETAILS = 3, 4
@@ -146,11 +147,17 @@ def describe(name: str, data: dict | None) -> tuple[str, str]:
 
 
 class LogView(QWidget):
-    def __init__(self, parent: QWidget | None = None):
+    """The log table. Each event is one O(1) append to a RingTableModel (the oldest rows beyond `max_rows` are
+    dropped in batches), seen through the filter proxy, which re-filters only on a new filter text. While the view
+    is scrolled to the bottom it follows the newest row, once per FOLLOW_MS for all the events of that time:
+    `scrollToBottom` lays the table out at once (0.3 ms for each event before), and the columns are sized once,
+    for the first rows (Qt measured 40 rows for each column, 15-30 ms, every 200 events before)."""
+
+    def __init__(self, parent: QWidget | None = None, max_rows: int = MAX_ROWS):
         super().__init__(parent)
         self._n = 0
         # row: (n, at, name, community, details json (full), sentence, level)
-        self.model = KeyedTableModel([
+        self.model = RingTableModel([
             Column("Time (UTC)", lambda r: r[1], lambda r: time.strftime("%H:%M:%S", time.gmtime(r[1])),
                    lambda r: fmt_time(r[1])),
             Column("Community", lambda r: r[3] or "", lambda r: short_id(r[3]) if r[3] else "",
@@ -158,7 +165,8 @@ class LogView(QWidget):
             Column("What happened", lambda r: r[5], tooltip=lambda r: r[5]),
             Column("Event", lambda r: r[2]),
             Column("Details", lambda r: r[4], lambda r: r[4][:400], tooltip=lambda r: r[4][:2000]),
-        ], key=lambda r: r[0], foreground=lambda r: QColor(COLOURS[r[6]]) if r[6] in COLOURS else None)
+        ], key=lambda r: r[0], capacity=max_rows, foreground=lambda r: QColor(COLOURS[r[6]]) if r[6] in COLOURS
+            else None)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Filter the log…")
         self.search.setClearButtonEnabled(True)
@@ -169,6 +177,10 @@ class LogView(QWidget):
         self.raw.toggled.connect(self.show_raw)
         clear = QPushButton("Clear")
         clear.clicked.connect(self.model.clear)
+        self._follow = QTimer(self)
+        self._follow.setSingleShot(True)
+        self._follow.setInterval(FOLLOW_MS)
+        self._follow.timeout.connect(self.view.scrollToBottom)
         self.json = QPlainTextEdit(readOnly=True)
         self.json.setPlaceholderText("Select an event to see its JSON.")
         self.view.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._show_json(cur))
@@ -190,6 +202,8 @@ class LogView(QWidget):
     def show_raw(self, on: bool) -> None:
         for col in (COL_EVENT, COL_DETAILS):
             self.view.setColumnHidden(col, not on)
+        if on and self.model.rowCount():
+            self.view.resizeColumnsToContents()     # the raw columns, sized once they show (40 rows measured)
         self.json.setVisible(on)
         if self.raw.isChecked() != on:
             self.raw.setChecked(on)
@@ -197,7 +211,7 @@ class LogView(QWidget):
     def _show_json(self, proxy_index) -> None:
         if not proxy_index.isValid():
             return
-        r = self.model.rows()[self.proxy.mapToSource(proxy_index).row()]
+        r = self.model.row(self.proxy.mapToSource(proxy_index).row())
         try:
             data = json.loads(r[4])
         except ValueError:
@@ -210,13 +224,14 @@ class LogView(QWidget):
             at: float | None = None) -> None:
         self._n += 1
         sentence, level = describe(name, data)
-        self.model.upsert((self._n, at or time.time(), name, community_id, details(data or {}, None), sentence,
+        bar = self.view.verticalScrollBar()
+        follow = self._follow.isActive() or bar.value() >= bar.maximum()   # at the newest row: keep following it
+        self.model.append((self._n, at or time.time(), name, community_id, details(data or {}, None), sentence,
                            level))
-        if self.model.rowCount() > MAX_ROWS:
-            self.model.remove(self.model.rows()[0][0])
-        if self._n <= 3 or self._n % 200 == 0:
+        if self._n <= 3:
             self.view.resizeColumnsToContents()
-        self.view.scrollToBottom()
+        if follow and not self._follow.isActive():
+            self._follow.start()
 
     def add_event(self, e: Any) -> None:
         self.add(e.name, e.community_id, e.data, e.at)

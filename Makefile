@@ -15,10 +15,16 @@ demo: run
 gui: setup
 	$(BIN)/archivist gui
 
-# both cores (pytest-xdist; each worker has its own SparkSession), branch coverage of core/ printed at the end
+# both cores (pytest-xdist; each worker has its own SparkSession), branch coverage of core/ printed at the end:
+# every Python process of the run (children and Spark's workers too) records it with slipcover through the venv's
+# archivist_coverage.pth (scripts/coverage_hook.py); scripts/coverage_report.py merges it. The exit code is pytest's.
+COVDIR := .coverage-data
 test: setup
 	$(BIN)/python proto/generate.py --check
-	$(BIN)/python -m pytest tests -n 2 --cov=core --cov-branch --cov-report=term:skip-covered --durations=15
+	rm -rf $(COVDIR) && mkdir $(COVDIR)
+	ARCHIVIST_COVERAGE_HOOK=$(CURDIR)/scripts/coverage_hook.py ARCHIVIST_COVERAGE_DIR=$(CURDIR)/$(COVDIR) \
+	  $(BIN)/python -m pytest tests -n 2 -p no:slipcover --durations=15; status=$$?; \
+	  $(BIN)/python scripts/coverage_report.py $(COVDIR); exit $$status
 
 test-fast: setup
 	$(BIN)/python -m pytest tests/unit -q
@@ -42,9 +48,10 @@ setup: system $(VENV)/.stamp js-deps
 system:
 	@bash scripts/setup-system.sh
 
-$(VENV)/.stamp: pyproject.toml $(LOCK)
+$(VENV)/.stamp: pyproject.toml $(LOCK) scripts/coverage.pth
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -c $(LOCK) -e ".[dev]"
+	cp scripts/coverage.pth "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/archivist_coverage.pth"
 	touch $@
 
 # js-waku (interop partner for the Waku tests), pinned in tests/interop/js/package-lock.json

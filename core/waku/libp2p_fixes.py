@@ -13,8 +13,9 @@ remove the workaround). No upstream issue was found for any of them in the issue
 4. The message cache keys on from+seqno too (pubsub/mcache.py MessageCache.put; IHAVE/IWANT would all collide):
    key it by the message id.
 5. Silent drops: the 32-slot subscription channel (pubsub.py SUBSCRIPTION_CHANNEL_SIZE; we deliver through a
-   callback instead), the 32-RPC per-peer send queue (pubsub/rpc_queue.py OutBoundQueueSize; enlarged, and
-   publishers wait while it is above a high-water mark), the 10 msg/s spam limit (GossipSub
+   callback instead), the 32-RPC per-peer send queue (pubsub/rpc_queue.py OutBoundQueueSize; enlarged, and our
+   own publishes wait while a queue that is still moving is above a high-water mark; never for a peer that
+   stopped reading, and lightpush never waits: libp2p_sendq.py), the 10 msg/s spam limit (GossipSub
    spam_protection_enabled=True by default; disabled through the constructor).
 6. read_exactly() gives up after 100 partial reads (io/utils.py DEFAULT_RETRY_READ_COUNT; big messages over
    mplex): our request/response protocols use their own length-prefixed read loop with a size limit.
@@ -56,6 +57,24 @@ remove the workaround). No upstream issue was found for any of them in the issue
     limits are relay_rpc_limit(max_message_size) = max(1 MiB, 2 x max_message_size) per node: the node's own
     message limit governs, and an oversize message up to twice the limit is read, refused by the relay
     validator with a log line naming its size, and the peer is kept.
+17. A stopped host leaves its connections' sockets open: Swarm.run's shutdown (network/swarm.py, the `finally`
+    after `manager.wait_finished()`) closes each connection with an `await` inside the cancelled scope, so the
+    first checkpoint raises Cancelled and no socket is closed until garbage collection. The peer still sees a
+    live connection that never reads; its relay send queue to us fills. close_connections() closes them,
+    shielded and bounded, before the host exits (WakuNode.run).
+18. Every incoming pubsub RPC's signed peer record is parsed and its secp256k1 signature verified again
+    (pubsub/pubsub.py continuously_read_stream -> pubsub/utils.py maybe_consume_signed_record; ~0.4 ms per RPC,
+    the largest single cost of a relayed message in the node's profile): the bytes last accepted from each
+    peer are remembered per host for SENDER_RECORD_TTL_S, and the same bytes from the same peer are accepted
+    without verifying them again (the counterpart of fix 9 on the receiving side).
+19. The client side of multistream-select waits for the server's header before it proposes the protocol
+    (protocol_muxer/multiselect_client.py select_one_of): two round trips and four frames before each store or
+    lightpush request. libp2p_streams.open_stream sends header and protocol in one write (go-libp2p's and
+    js-libp2p's pipelined form) and reads both answers.
+20. trio's Lock.acquire yields to the scheduler even when the lock is free, and py-libp2p takes ~75 locks per
+    request (yamux, NetStream state, TCP stream): those locks are swapped for ones that yield only when held
+    (libp2p_locks.py). 21. Each stream opened or closed spawns a nursery and a task per notifee (Swarm._notify),
+    all of which ignore stream events: stream events are called inline (libp2p_locks.py).
 Fixes 10-13 are also exercised end to end in tests/integration/waku/test_faults.py and test_connection_limits.py.
 """
 from __future__ import annotations
@@ -87,13 +106,14 @@ from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 
 from core.varint import DecodeError
+from core.waku.libp2p_locks import install_inline_stream_notifications, install_uncontended_locks
+from core.waku.libp2p_sendq import QueueWatch
 from core.waku.libp2p_yamux import install_half_window_updates
 
 log = logging.getLogger(__name__)
 
 WAKU_RELAY_PROTOCOL = TProtocol("/vac/waku/relay/2.0.0")
-SEND_QUEUE_SIZE = 4096          # per-peer outbound RPCs (py-libp2p: 32)
-SEND_QUEUE_HIGH_WATER = 1024    # publishers wait above this
+SEND_QUEUE_SIZE = 4096          # per-peer outbound RPCs (py-libp2p: 32); the high-water mark: libp2p_sendq.py
 
 
 def waku_message_id(msg: rpc_pb2.Message) -> bytes:
@@ -204,14 +224,16 @@ def relay_rpc_limit(max_message_size: int) -> int:
 
 
 class _SizedQueues(dict):
-    """fix 16: Pubsub creates each peer's RpcQueue with the 1 MiB default; every queue stored here gets ours."""
+    """fix 16: Pubsub creates each peer's RpcQueue with the 1 MiB default; every queue stored here gets ours.
+    fix 5b: and is watched for progress (libp2p_sendq.QueueWatch)."""
 
-    def __init__(self, max_rpc_size: int):
+    def __init__(self, max_rpc_size: int, watch: QueueWatch):
         super().__init__()
-        self.max_rpc_size = max_rpc_size
+        self.max_rpc_size, self.watch = max_rpc_size, watch
 
     def __setitem__(self, peer_id, queue) -> None:
         queue.max_message_size = self.max_rpc_size
+        self.watch.watch(queue)
         super().__setitem__(peer_id, queue)
 
 
@@ -225,7 +247,8 @@ class WakuPubsub(Pubsub):
         max_rpc_size = max_rpc_size or relay_rpc_limit(1024 * 1024)
         super().__init__(host, router, strict_signing=False, msg_id_constructor=waku_message_id,
                          seen_ttl=120, cache_size=None, max_inbound_rpc_size=max_rpc_size, **kw)
-        self.peer_queues = _SizedQueues(max_rpc_size)
+        self.send_watch = QueueWatch()
+        self.peer_queues = _SizedQueues(max_rpc_size, self.send_watch)
         self._on_message = on_message
 
     def notify_subscriptions(self, publish_message: rpc_pb2.Message) -> None:
@@ -236,9 +259,10 @@ class WakuPubsub(Pubsub):
     def send_queue_depth(self) -> int:
         return max((len(q) for q in self.peer_queues.values()), default=0)
 
-    async def publish_unsigned(self, topic: str, data: bytes, *, high_water: int = SEND_QUEUE_HIGH_WATER) -> None:
-        while self.send_queue_depth() > high_water:  # fix 5b: back-pressure instead of drops
-            await trio.sleep(0.002)
+    async def publish_unsigned(self, topic: str, data: bytes, *, wait: bool = True) -> None:
+        """`wait`: back-pressure (fix 5b) from peers that are still reading; False for remote peers' work."""
+        if wait:
+            await self.send_watch.wait_for_room(self.peer_queues.values)
         await self.push_msg(self.my_id, rpc_pb2.Message(data=data, topicIDs=[topic]))
 
 
@@ -323,6 +347,33 @@ def install_sender_record_cache() -> None:
     _gossipsub_module.env_to_send_in_RPC = cached_env_to_send_in_RPC
 
 
+_upstream_consume_record = _pubsub_module.maybe_consume_signed_record
+_accepted_records: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # host -> {peer: (time, bytes)}
+MAX_ACCEPTED_RECORDS = 4096   # per host; the table is emptied when it is full (they are re-verified once)
+
+
+def cached_consume_signed_record(msg, host, peer_id=None) -> bool:
+    """fix 18: a peer's signed record is verified (and stored) once per SENDER_RECORD_TTL_S, not per RPC."""
+    if peer_id is None or not msg.HasField("senderRecord"):
+        return _upstream_consume_record(msg, host, peer_id)
+    accepted = _accepted_records.setdefault(host, {})
+    now = time.monotonic()
+    hit = accepted.get(peer_id)
+    if hit is not None and now - hit[0] < SENDER_RECORD_TTL_S and hit[1] == msg.senderRecord:
+        return True
+    ok = _upstream_consume_record(msg, host, peer_id)
+    if ok:
+        if len(accepted) >= MAX_ACCEPTED_RECORDS:
+            accepted.clear()
+        accepted[peer_id] = (now, msg.senderRecord)
+    return ok
+
+
+def install_verified_record_cache() -> None:
+    _pubsub_module.maybe_consume_signed_record = cached_consume_signed_record
+    _gossipsub_module.maybe_consume_signed_record = cached_consume_signed_record
+
+
 # --- fixes 11-13: connection limits (policy in connection_limits.py) ---
 def connection_config(limits) -> ConnectionConfig:
     """fix 12: py-libp2p's total cap = incoming limit + outbound reserve; the pruner never trims below it."""
@@ -354,6 +405,19 @@ async def _close_quietly(closer) -> None:
             await closer.close()
         except Exception:
             pass
+
+
+async def close_connections(swarm, timeout_s: float = 2.0) -> None:
+    """fix 17: close every connection's socket, shielded (the node is usually being cancelled) and bounded, so
+    that its peers see it go. The socket, not the muxer: a graceful yamux close waits for the connection's
+    write lock, which a writer stuck on a peer that reads nothing holds forever."""
+    with trio.CancelScope(shield=True), trio.move_on_after(timeout_s):
+        for conns in list(swarm.connections.values()):
+            for conn in list(conns):
+                try:
+                    await conn.muxed_conn.secured_conn.close()
+                except Exception as e:  # noqa: BLE001 - already closed or broken: nothing left to release
+                    log.debug("closing a connection at stop: %s", e)
 
 
 def conn_remote_ip(muxed_conn) -> str | None:
@@ -430,4 +494,7 @@ def install_connection_limits(swarm, gate) -> None:
 
 enlarge_send_queues()
 install_sender_record_cache()
+install_verified_record_cache()
 install_half_window_updates()
+install_uncontended_locks()
+install_inline_stream_notifications()

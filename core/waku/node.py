@@ -4,6 +4,7 @@ Use it through EmbeddedWakuBackend (embedded.py), which runs it in its own threa
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -25,8 +26,9 @@ from core.waku.peer_manager import PROTECT_DIALLED, PeerManager  # noqa: F401 - 
 from core.waku.identity import load_or_create_identity
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S, RequestLimiter
 from core.waku.connection_limits import ConnectionLimits, InboundGate
-from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, conn_remote_ip, \
-    connection_config, disable_auto_connector, incoming_unprotected, install_connection_limits, relay_rpc_limit
+from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, close_connections, \
+    conn_remote_ip, connection_config, disable_auto_connector, incoming_unprotected, install_connection_limits, \
+    relay_rpc_limit
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S
 from core.waku.message import DEFAULT_MAX_FUTURE_S, DEFAULT_MAX_MESSAGE_SIZE, NS, InvalidMessage, WakuMessage, \
     decode_message, encode_message, validate_message
@@ -173,16 +175,19 @@ class WakuNode:
                     background_trio_service(self.router):
                 check_listening(self.host, self._listen)
                 await self.pubsub.wait_until_ready()
-                async with trio.open_nursery() as n:
-                    self._nursery = n
-                    for t in self.config.topics():
-                        await self.subscribe_topic(t)
-                    if self.store is not None:
-                        n.start_soon(self._store_writer)
-                        n.start_soon(self._pruner)
-                    n.start_soon(self.peers.run)
-                    task_status.started()
-                    await trio.sleep_forever()
+                try:
+                    async with trio.open_nursery() as n:
+                        self._nursery = n
+                        for t in self.config.topics():
+                            await self.subscribe_topic(t)
+                        if self.store is not None:
+                            n.start_soon(self._store_writer)
+                            n.start_soon(self._pruner)
+                        n.start_soon(self.peers.run)
+                        task_status.started()
+                        await trio.sleep_forever()
+                finally:
+                    await close_connections(self.host.get_network())   # fix 17: peers see us go
         finally:
             self.peers.close()   # once the host and every task that may use the peer store have ended
 
@@ -203,9 +208,10 @@ class WakuNode:
     def relay_peers(self, pubsub_topic: str) -> int:
         return len(self.pubsub.peer_topics.get(pubsub_topic, ()))
 
-    async def publish(self, pubsub_topic: str, msg: WakuMessage) -> bytes:
+    async def publish(self, pubsub_topic: str, msg: WakuMessage, *, wait: bool = True) -> bytes:
         """Our edge (local publish and lightpush): also insists on a well-formed content topic. Relayed
-        messages are not held to that, as nwaku does not check it either."""
+        messages are not held to that, as nwaku does not check it either. `wait`: back-pressure from relay
+        peers that are still reading (libp2p_sendq.py); lightpush passes False."""
         data = encode_message(msg)
         validate_message(msg, max_size=self.config.max_message_size, encoded_size=len(data),
                          now_ns=self.config.clock(), max_future_ns=int(self.config.max_future_s * NS))
@@ -215,7 +221,7 @@ class WakuNode:
             raise InvalidMessage(str(e)) from e
         if pubsub_topic not in self.pubsub.topic_ids:
             await self.subscribe_topic(pubsub_topic)
-        await self.pubsub.publish_unsigned(pubsub_topic, data)
+        await self.pubsub.publish_unsigned(pubsub_topic, data, wait=wait)
         return msg.hash(pubsub_topic)
 
     async def wait_for_relay_peer(self, peer_id: str, pubsub_topic: str, timeout: float = 10.0) -> None:
@@ -240,10 +246,18 @@ class WakuNode:
 
     async def flush_store(self) -> None:
         """Write buffered relay messages (batched, off the trio thread); returns once they are in SQLite."""
+        async with self._store_flushed():
+            pass
+
+    @contextlib.asynccontextmanager
+    async def _store_flushed(self):
+        """Every message buffered so far is in SQLite, and no write is under way until the block ends (a store
+        query is answered inside it, on the loop: store_protocol.serve_v3)."""
         async with self._store_lock:
             batch, self._store_buffer = self._store_buffer, []
             if batch:
                 await trio.to_thread.run_sync(self.store.add_many, batch)
+            yield
 
     def _allowed(self, stream) -> bool:
         """The request's peer and source address are within their budgets (ratelimit.RequestLimiter)."""
@@ -252,16 +266,18 @@ class WakuNode:
                                   protected=self.host.get_network().is_protected(conn.peer_id))
 
     async def _serve_store_v3(self, stream) -> None:
-        await self.flush_store()  # a query sees every message relayed before it
-        await store_protocol.serve_v3(stream, self.store, self._allowed(stream), timeout_s=self.config.read_timeout_s)
+        # a query sees every message relayed before it is answered (writes flushed first, under one lock)
+        await store_protocol.serve_v3(stream, self.store, self._allowed(stream), timeout_s=self.config.read_timeout_s,
+                                      writes=self._store_flushed)
 
     async def _serve_store_v2(self, stream) -> None:
-        await self.flush_store()
-        await store_protocol.serve_v2(stream, self.store, self._allowed(stream), timeout_s=self.config.read_timeout_s)
+        await store_protocol.serve_v2(stream, self.store, self._allowed(stream), timeout_s=self.config.read_timeout_s,
+                                      writes=self._store_flushed)
 
     async def _pruner(self) -> None:
         while True:
-            await trio.to_thread.run_sync(self.store.prune)
+            async with self._store_lock:   # queries answered on the loop wait for it here, not on the store's lock
+                await trio.to_thread.run_sync(self.store.prune)
             await trio.sleep(PRUNE_INTERVAL_S)
 
     # --- peers and metadata ---
@@ -340,7 +356,7 @@ class WakuNode:
             text = f"message is {len(data)} bytes (max {self.config.max_message_size})"
             log.info("lightpush: refused a message: %s", text)
             raise lightpush.PayloadTooLarge(text)
-        await self.publish(pubsub_topic, msg)
+        await self.publish(pubsub_topic, msg, wait=False)   # a remote peer's work never waits for another's pace
         return self.relay_peers(pubsub_topic)
 
     async def lightpush(self, peer_id: str, pubsub_topic: str | None, msg: WakuMessage):

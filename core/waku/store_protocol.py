@@ -4,13 +4,15 @@ One length-prefixed protobuf per direction per stream. The query logic lives in 
 """
 from __future__ import annotations
 
-import trio
+import contextlib
+
 from google.protobuf.message import DecodeError as PbDecodeError
 
 from core.pb import waku_store_v2beta4_pb2 as v2pb
 from core.pb import waku_store_v3_pb2 as v3pb
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_exchange
 from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
+from core.waku.libp2p_streams import open_stream
 from core.waku.store_db import MessageStore
 from core.waku.store_query import BAD_REQUEST, TOO_MANY_REQUESTS, handle_store_v2, handle_store_v3
 from core.varint import DecodeError
@@ -61,23 +63,33 @@ def refuse_v3(text: str) -> bytes:
     return v3pb.StoreQueryResponse(status_code=BAD_REQUEST, status_desc=text).SerializeToString()
 
 
-async def serve_v3(stream, store: MessageStore, allowed: bool = True, *,
-                   timeout_s: float = DEFAULT_READ_TIMEOUT_S) -> None:
+# Queries are answered on the event loop, inside `writes()` (the node's: buffered messages are written first,
+# and no write batch is under way in the writer's thread meanwhile), so the loop never blocks on the store's
+# lock. Not in a worker thread (issue 21): the answer is mostly Python work that holds the GIL anyway, and every
+# SQLite step releases it, so with a busy loop each re-acquisition could wait up to the 5 ms switch interval.
+async def serve_v3(stream, store: MessageStore, allowed: bool = True, *, timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+                   writes=None) -> None:
     async def answer(data: bytes) -> bytes:
-        return await trio.to_thread.run_sync(answer_v3, store, data) if allowed else too_many_v3(data)
+        if not allowed:
+            return too_many_v3(data)
+        async with writes() if writes else contextlib.nullcontext():
+            return answer_v3(store, data)
     await serve_exchange(stream, Exchange("store v3", MAX_REQUEST, timeout_s, refuse_v3), answer)
 
 
-async def serve_v2(stream, store: MessageStore, allowed: bool = True, *,
-                   timeout_s: float = DEFAULT_READ_TIMEOUT_S) -> None:
+async def serve_v2(stream, store: MessageStore, allowed: bool = True, *, timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+                   writes=None) -> None:
     """v2-beta4 has no error code for a bad request: an oversize one is logged and its stream closed."""
     async def answer(data: bytes) -> bytes | None:
-        return await trio.to_thread.run_sync(answer_v2, store, data) if allowed else too_many_v2(data)
+        if not allowed:
+            return too_many_v2(data)
+        async with writes() if writes else contextlib.nullcontext():
+            return answer_v2(store, data)
     await serve_exchange(stream, Exchange("store v2", MAX_REQUEST, timeout_s), answer)
 
 
 async def _roundtrip(host, peer_id, protocol: str, data: bytes) -> bytes:
-    stream = await host.new_stream(peer_id, [protocol])
+    stream = await open_stream(host, peer_id, protocol)   # fix 19: one round trip
     try:
         await write_length_prefixed(stream, data)
         return await read_length_prefixed(stream, MAX_RESPONSE)

@@ -1,0 +1,59 @@
+"""py-libp2p fix 19 (see libp2p_fixes.py): one round trip less per request stream.
+
+py-libp2p 0.8.1's client side of multistream-select (host/basic_host.py BasicHost.new_stream ->
+protocol_muxer/multiselect_client.py MultiselectClient.select_one_of) sends its header, waits for the server's,
+then sends the protocol and waits for its echo: two round trips and four frames (each a Noise message and a
+socket send) before a store or lightpush request can go out. Every request of ours opens a fresh stream, so
+under a flood that wait and those frames are a large share of a request's cost on both sides.
+
+`open_stream` sends the header and the protocol in one write (the pipelined, "lazy" form go-libp2p and
+js-libp2p use; a server reads them in order either way) and then reads the two answers. A server that does not
+serve the protocol answers "na": that is a StreamFailure caused by a MultiselectClientError, as upstream raises
+(core/waku/errors.py maps it to "unsupported").
+"""
+from __future__ import annotations
+
+import contextlib
+
+import trio
+from libp2p.host.exceptions import StreamFailure
+from libp2p.network.stream.exceptions import StreamError
+from libp2p.protocol_muxer.exceptions import MultiselectClientError
+
+from core.varint import DecodeError, write_varint
+from core.waku.libp2p_fixes import read_length_prefixed
+
+MULTISTREAM = b"/multistream/1.0.0\n"
+NEGOTIATE_TIMEOUT_S = 10.0   # as py-libp2p's default negotiate_timeout
+_MAX_LINE = 1024
+
+
+def _line(text: bytes) -> bytes:
+    return write_varint(len(text)) + text
+
+
+async def open_stream(host, peer_id, protocol: str, *, timeout_s: float = NEGOTIATE_TIMEOUT_S):
+    """A new stream to `peer_id` speaking `protocol`, negotiated in one round trip."""
+    stream = await host.get_network().new_stream(peer_id)
+    proposal = protocol.encode() + b"\n"
+    try:
+        with trio.fail_after(timeout_s):
+            try:
+                await stream.write(_line(MULTISTREAM) + _line(proposal))
+                for want in (MULTISTREAM, proposal):
+                    got = await read_length_prefixed(stream, _MAX_LINE)
+                    if got != want:
+                        raise MultiselectClientError(f"{protocol} refused: the peer answered {got[:64]!r}")
+            except (StreamError, DecodeError) as e:   # reset or closed while negotiating: as upstream reports it
+                raise MultiselectClientError(f"{protocol}: {e or type(e).__name__}") from e
+    except BaseException as e:
+        with trio.CancelScope(shield=True), trio.move_on_after(2), contextlib.suppress(Exception):
+            await stream.reset()
+        if isinstance(e, MultiselectClientError):
+            raise StreamFailure(f"failed to open a stream to peer {peer_id}: {e}") from e
+        if isinstance(e, trio.TooSlowError):
+            raise StreamFailure(f"failed to open a stream to peer {peer_id}") from MultiselectClientError(
+                f"response timed out after {timeout_s:g}s, protocol {protocol}")
+        raise
+    stream.set_protocol(protocol)
+    return stream

@@ -15,6 +15,12 @@ The rules:
   too late to archive, so deleting it would lose history. docs/NODE.md lists this departure.)
 - What is imported is recorded in the same transaction as its rows, so a crash leaves each window either fully
   imported and recorded, or untouched; running the import again finishes the job without duplicates.
+- Authors may come second (`read_window_preview` + `finish_authors`): recovering each signer's public key is
+  most of an import's CPU, so the member's importer writes a window's rows with every other field first (the
+  history is visible), records which rows still wait for their author in the same transaction, and fills the
+  authors in afterwards, batch by batch, on every core. The final row is `history_row`'s, whichever way it came:
+  the second pass opens the stored payload with the same unwrapper and rewrites the opened fields. A crash between
+  or during the passes leaves the rows pending, and the next import or start finishes them.
 """
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from core.archive import codec
 from core.archive.codec import ArchiveMessage, IndexEntry
 from core.archive.errors import ArchiveError
-from core.status.unwrap import Unwrapper, status_unwrap
+from core.status.unwrap import Unwrapped, Unwrapper, preview_unwrap, status_unwrap
 
 ArchiveOpener = Callable[[bytes], bytes]        # encrypted communities: ciphertext -> plain archive bytes
 
@@ -103,11 +109,16 @@ def history_row(community_id: str, m: ArchiveMessage, archive_id: str, unwrap: U
 def row_of(community_id: str, m: ArchiveMessage, archive_id: str, u) -> tuple:
     """history_row with the message already opened (`u`: its Unwrapped, or None)."""
     h = m.hash or codec.keccak256(m.to_pb().SerializeToString(deterministic=True))
+    return (community_id, h, m.timestamp, m.topic, *opened_columns(m.sig, u), m.payload, archive_id)
+
+
+def opened_columns(sig: bytes | None, u: Unwrapped | None) -> tuple:
+    """The row's sender, chat_id, clock, message_id, message_type and text (core.storage.history.OPENED) from the
+    opened message `u` and the envelope signer `sig` (WakuMessage.sig), which is the sender when no author is
+    known. A message we cannot open (None) keeps only that."""
     if u is None:      # not a Status message we can open: keep its place and raw payload
-        return (community_id, h, m.timestamp, m.topic, m.sig or None, None, None, None, None, None, m.payload,
-                archive_id)
-    return (community_id, h, m.timestamp, m.topic, u.author or m.sig or None, u.chat_id, u.clock, u.message_id,
-            u.message_type, u.text, m.payload, archive_id)
+        return (sig or None, None, None, None, None, None)
+    return (u.author or sig or None, u.chat_id, u.clock, u.message_id, u.message_type, u.text)
 
 
 def archive_from_blob(aid: str, e: IndexEntry, blob: bytes, open_archive: ArchiveOpener | None = None
@@ -150,16 +161,66 @@ def read_window_rows(data_path, community_id: str, index: Mapping[str, IndexEntr
     The archives are checked and decoded here; turning their messages into rows (opening each Status message and
     recovering its signer: most of an import's CPU) is spread over worker processes when there are enough of them
     (RowPool). The rows, and their order, are the same either way."""
+    out: list[tuple] = []
+    for a, messages in _decode_window(data_path, index, w, open_archive):
+        out.extend(_ROW_POOL.rows(community_id, a, messages, unwrap))
+    return out
+
+
+def read_window_preview(data_path, community_id: str, index: Mapping[str, IndexEntry], w: WindowImport,
+                        open_archive: ArchiveOpener | None = None) -> tuple[list[tuple], list[bytes]]:
+    """A window's rows with every field but the author (preview_unwrap), and the hashes of the rows whose author
+    finish_authors must still fill in. Same rows, in the same order, as read_window_rows once that is done."""
+    rows: list[tuple] = []
+    pending: list[bytes] = []
+    for a, messages in _decode_window(data_path, index, w, open_archive):
+        for m in messages:
+            u, signed = preview_unwrap(m.payload)
+            row = row_of(community_id, m, a, u)
+            rows.append(row)
+            if signed:
+                pending.append(row[1])
+    return rows, pending
+
+
+def _decode_window(data_path, index: Mapping[str, IndexEntry], w: WindowImport,
+                   open_archive: ArchiveOpener | None) -> list[tuple[str, list[ArchiveMessage]]]:
+    """(archive ID, messages) of each of the window's archives, checked and decoded, in `w`'s order."""
     decoded = []
     with open(data_path, "rb") as f:
         for a in w.archive_ids:
             e = index[a]
             f.seek(e.offset)
             decoded.append((a, archive_from_blob(a, e, f.read(e.size), open_archive).messages))
-    out: list[tuple] = []
-    for a, messages in decoded:
-        out.extend(_ROW_POOL.rows(community_id, a, messages, unwrap))
-    return out
+    return decoded
+
+
+AUTHOR_BATCH = 10_000       # rows per author transaction (~0.2-0.5 s of recovery on two cores)
+
+
+def finish_authors(history, community_id: str, progress: Callable[[int, int], None] | None = None,
+                   batch: int | None = None, pool: "RowPool | None" = None) -> int:
+    """Fill in every author still pending in `history` (a MemberHistory): each batch's payloads are opened with
+    status_unwrap (RowPool: on every core, the next batch while this one is written) and the rows rewritten in
+    one transaction per batch. progress(done, total) before the first batch and after each. Returns rows done."""
+    pool = pool if pool is not None else _ROW_POOL
+    batch = batch or AUTHOR_BATCH
+    total = history.pending_author_count(community_id)
+    if progress is not None:
+        progress(0, total)
+    done = 0
+    cur = history.pending_authors(community_id, batch) if total else []
+    opened = pool.open_later([p or b"" for _, _, p, _ in cur])
+    while cur:
+        nxt = history.pending_authors(community_id, batch, cur[-1][0]) if len(cur) == batch else []
+        next_opened = pool.open_later([p or b"" for _, _, p, _ in nxt]) if nxt else None
+        history.fill_authors(community_id, [(rid, h, *opened_columns(sender, u))
+                                            for (rid, h, _, sender), u in zip(cur, opened(), strict=True)])
+        done += len(cur)
+        if progress is not None:
+            progress(done, max(total, done))
+        cur, opened = nxt, next_opened
+    return done
 
 
 def rows_of_messages(community_id: str, aid: str, messages: Sequence[ArchiveMessage],
@@ -210,18 +271,36 @@ class RowPool:
         if (self.workers < 2 or len(messages) < self.MIN_MESSAGES or unwrap is not status_unwrap or self.broken
                 or multiprocessing.current_process().daemon):      # a daemonic process may not have children
             return rows_of_messages(community_id, aid, messages, unwrap)
-        pool = self._executor()
+        opened = self.open_later([m.payload for m in messages])()
+        return [row_of(community_id, m, aid, u) for m, u in zip(messages, opened, strict=True)]
+
+    def open_later(self, payloads: Sequence[bytes]) -> Callable[[], list]:
+        """status_unwrap of each payload, started now on the workers; call the result for the list (in order).
+        In process, and done at once, when the batch is small or no worker can run."""
+        pool = None
+        if self.workers >= 2 and len(payloads) >= self.MIN_MESSAGES and not self.broken \
+                and not multiprocessing.current_process().daemon:      # a daemonic process may not have children
+            pool = self._executor()
         if pool is None:
-            return rows_of_messages(community_id, aid, messages, unwrap)
-        chunks = [[m.payload for m in messages[i:i + self.CHUNK]] for i in range(0, len(messages), self.CHUNK)]
+            opened = unwrap_payloads(payloads)
+            return lambda: opened
         try:
-            opened = [u for part in pool.map(unwrap_payloads, chunks) for u in part]
-        except (BrokenProcessPool, OSError, RuntimeError, AssertionError):
+            futures = [pool.submit(unwrap_payloads, payloads[i:i + self.CHUNK])
+                       for i in range(0, len(payloads), self.CHUNK)]
+        except (BrokenProcessPool, OSError, RuntimeError):
+            futures = None
+
+        def result() -> list:
+            try:
+                if futures is not None:
+                    return [u for f in futures for u in f.result()]
+            except (BrokenProcessPool, OSError, RuntimeError, AssertionError):
+                pass
             # a worker died or could not start: never lose the import over it, do it here
             with self._lock:
                 self.broken = True
-            return rows_of_messages(community_id, aid, messages, unwrap)
-        return [row_of(community_id, m, aid, u) for m, u in zip(messages, opened, strict=True)]
+            return unwrap_payloads(payloads)
+        return result
 
     def shutdown(self) -> None:
         with self._lock:

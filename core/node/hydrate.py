@@ -6,13 +6,14 @@ process (core/node/offload.py), so that an import does not hold the window's GIL
 """
 from __future__ import annotations
 
+import threading
 from functools import partial
 from pathlib import Path
 from typing import Mapping
 
 from core.archive.codec import IndexEntry
 from core.archive.constants import DATA_FILE
-from core.history_import import ArchiveOpener, WindowImport, read_window_rows
+from core.history_import import ArchiveOpener, WindowImport, finish_authors, read_window_preview, read_window_rows
 from core.storage.history import HistoryWriteError
 from core.storage.member_history import MemberHistory
 
@@ -26,17 +27,59 @@ def window_import(chosen: Mapping[str, IndexEntry]) -> WindowImport:
     return WindowImport(start, end, tuple(sorted(chosen, key=lambda a: (chosen[a].offset, a))))
 
 
-def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = None):
+def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = None, defer_authors: bool = True):
     """hydrator(community_id, folder, {id: entry of one window}) -> rows written, in one transaction.
 
-    `unwrap` opens encrypted archives (raises KeyMissing when the key is not held)."""
-    def hydrate(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]) -> int:
+    `unwrap` opens encrypted archives (raises KeyMissing when the key is not held). With `defer_authors` (the
+    default) a window's rows are written without their authors, which `hydrate.finish_authors(cid, progress)`
+    fills in afterwards (core.history_import.finish_authors; the member node and `archivist import` call it after
+    the windows, and at start for what a crash left); the rows end the same as without."""
+    ahead: dict[tuple, _Ahead] = {}
+
+    def read(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]):
         w = window_import(chosen)
-        rows = read_window_rows(Path(folder) / DATA_FILE, cid, chosen, w, unwrap)
-        return history.import_window(cid, w.start, w.end, rows, w.archive_ids)
+        if not defer_authors:
+            return w, read_window_rows(Path(folder) / DATA_FILE, cid, chosen, w, unwrap), ()
+        return (w, *read_window_preview(Path(folder) / DATA_FILE, cid, chosen, w, unwrap))
+
+    def prepare(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]) -> None:
+        """Start reading the window that comes next, in a thread, while this one is written (SQLite lets
+        go of the GIL while it writes): hydrate() of that window then takes its rows, or its error."""
+        ahead[(cid, str(folder), tuple(sorted(chosen)))] = _Ahead(read, cid, folder, dict(chosen))
+        while len(ahead) > 2:               # one being written, one read ahead: no more (a skipped window's)
+            ahead.pop(next(iter(ahead)))
+
+    def hydrate(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]) -> int:
+        got = ahead.pop((cid, str(folder), tuple(sorted(chosen))), None)
+        w, rows, pending = got.result() if got is not None else read(cid, folder, chosen)
+        return history.import_window(cid, w.start, w.end, rows, w.archive_ids, pending)
     hydrate.imported = history.imported_archive_ids     # the member's record of what is imported (core.node.member)
     hydrate.history, hydrate.unwrap = history, unwrap   # what offloaded_hydrator needs to run it elsewhere
+    hydrate.finish_authors = partial(finish_authors, history)
+    hydrate.prepare = prepare
     return hydrate
+
+
+class _Ahead:
+    """fn(*args) in a thread of its own; result() waits for it and returns its value or raises its error."""
+
+    def __init__(self, fn, *args):
+        self._out: tuple = (None, None)
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="import-read-ahead", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args) -> None:
+        try:
+            self._out = (fn(*args), None)
+        except BaseException as e:  # noqa: BLE001 - handed to result(), where the window is imported
+            self._out = (None, e)
+
+    def result(self):
+        self._thread.join()
+        value, err = self._out
+        if err is not None:
+            raise err
+        return value
 
 
 _HISTORIES: dict[str, MemberHistory] = {}      # in a worker process: one connection per history file, kept
@@ -52,6 +95,14 @@ def hydrate_job(history_path: str, keys_path: str | None, cid: str, folder: str,
         history = _HISTORIES[history_path] = MemberHistory(history_path)
     unwrap = None if keys_path is None else partial(open_archive_bytes, store=GroupKeyStore(keys_path))
     return reference_hydrator(history, unwrap)(cid, Path(folder), chosen)
+
+
+def authors_job(history_path: str, cid: str, report=None) -> int:
+    """finish_authors in a worker process, on its own connection to the history database."""
+    history = _HISTORIES.get(history_path)
+    if history is None:
+        history = _HISTORIES[history_path] = MemberHistory(history_path)
+    return finish_authors(history, cid, report)
 
 
 def offloaded_hydrator(offloader, hydrator, keys_path: Path | None):
@@ -71,6 +122,16 @@ def offloaded_hydrator(offloader, hydrator, keys_path: Path | None):
             err = HistoryWriteError(f"{e}; nothing of this window was written")
             err.code = WorkerDied.code
             raise err from None
+
+    def finish(cid: str, progress=None) -> int:
+        try:
+            return offloader.run(authors_job, path, cid, progress=progress)
+        except WorkerDied as e:       # each batch is one transaction: what was not written stays pending
+            err = HistoryWriteError(f"{e}; the authors not written yet stay pending")
+            err.code = WorkerDied.code
+            raise err from None
     hydrate.imported = hydrator.imported
     hydrate.history, hydrate.unwrap, hydrate.offloaded = hydrator.history, hydrator.unwrap, True
+    if hasattr(hydrator, "finish_authors"):
+        hydrate.finish_authors = finish
     return hydrate

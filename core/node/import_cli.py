@@ -48,8 +48,10 @@ def open_folder_index(folder: Path, store=None):
 
 
 def import_folder(folder: Path | str, history_db: Path | str, community_id: str, selection, *, keys=(),
-                  progress=None) -> ImportResult:
-    """Import the archives `selection` picks from `folder` into `history_db`, one window per transaction."""
+                  progress=None, authors_progress=None, defer_authors: bool = True) -> ImportResult:
+    """Import the archives `selection` picks from `folder` into `history_db`, one window per transaction, then
+    fill in the authors (and any an interrupted run left pending): authors_progress(done, total), first (0, n)
+    once every window is visible. `defer_authors=False` writes each row whole in its window's transaction."""
     from core.history_import import ImportResult, plan_import
     from core.node.hydrate import reference_hydrator
     from core.status.archive_encryption import key_store, open_archive_bytes
@@ -63,10 +65,13 @@ def import_folder(folder: Path | str, history_db: Path | str, community_id: str,
         done = history.imported_archive_ids(community_id)
         plan = plan_import(index, chosen, done)
         rep = ImportResult(community_id, chosen=len(chosen), already_imported=sum(1 for a in chosen if a in done))
-        hydrate = reference_hydrator(history, unwrap=lambda raw: open_archive_bytes(raw, store))
+        hydrate = reference_hydrator(history, unwrap=lambda raw: open_archive_bytes(raw, store),
+                                     defer_authors=defer_authors)
         for i, w in enumerate(plan):
             if progress is not None:
                 progress(i, len(plan), w)
+            if i + 1 < len(plan):               # the next window is read while this one is written
+                hydrate.prepare(community_id, folder, {a: index[a] for a in plan[i + 1].archive_ids})
             try:
                 rep.messages += hydrate(community_id, folder, {a: index[a] for a in w.archive_ids})
             except HistoryWriteError:
@@ -77,6 +82,7 @@ def import_folder(folder: Path | str, history_db: Path | str, community_id: str,
                 continue
             rep.imported_archive_ids.extend(w.archive_ids)
             rep.windows += 1
+        hydrate.finish_authors(community_id, authors_progress)     # HistoryWriteError: the rest stays pending
         return rep
     finally:
         history.close()

@@ -83,6 +83,10 @@ class MemberNode:
             self.deadline = self.clock.now()
             self._wait("resuming the interrupted archive download")
         self._imported_ids()                                # a history replaced or restored: re-import
+        try:
+            self.finish_authors()                           # authors an interrupted import left pending
+        except HistoryWriteError as err:
+            self._wait(f"message authors not recovered yet: {err}")
         left = self.state.archive_ids(self.cid, imported=False)
         if not left:
             return
@@ -209,9 +213,12 @@ class MemberNode:
         plan = plan_import(index, chosen, self._imported_ids())
         folder = self.paths.archive_dir / self.cid
         total = 0
+        prepare = getattr(self.hydrator, "prepare", None)      # reads the next window while this one is written
         for i, w in enumerate(plan):
             start, end = w.start, w.end
             group = {a: index[a] for a in w.archive_ids}
+            if prepare is not None and i + 1 < len(plan):
+                prepare(self.cid, folder, {a: index[a] for a in plan[i + 1].archive_ids})
             for aid in group:
                 self.state.mark_archive(self.cid, aid, imported=False)
                 self.bus.publish(E.HISTORY_ARCHIVE_DOWNLOADED, self.cid, archive_id=aid, start=start, end=end)
@@ -233,4 +240,21 @@ class MemberNode:
             for aid in group:
                 self.state.mark_archive(self.cid, aid, imported=True)
                 self.parked.pop(aid, None)
+        self.finish_authors()
         return total
+
+    def finish_authors(self) -> int:
+        """Fill in the authors that the windows' rows were written without (the history is visible before its
+        signers are recovered; core.history_import.finish_authors), with progress: `archivist.progress` events
+        (job "authors") and the waiting reason. Also what a crash left pending (start() calls it). Raises
+        HistoryWriteError when the history cannot be written (what is not written stays pending)."""
+        finish = getattr(self.hydrator, "finish_authors", None)
+        if finish is None:
+            return 0
+
+        def progress(done: int, total: int) -> None:
+            if total:
+                self.bus.publish(E.PROGRESS, self.cid, job="authors", done=done, total=total)
+            if done < total:
+                self._wait(f"history imported; recovering message authors: {done:,} of {total:,}")
+        return finish(self.cid, progress)

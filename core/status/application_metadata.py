@@ -52,14 +52,15 @@ def wrap_application(payload: bytes, message_type: int, signer: PrivateKey | Non
     return msg.SerializeToString(deterministic=True)
 
 
-def parse_application(raw: bytes) -> ApplicationMessage:
-    """Decode and recover the signer. Raises MessageDecodeError or SignatureError."""
+def parse_application(raw: bytes, recover: bool = True) -> ApplicationMessage:
+    """Decode and recover the signer (recover=False: leave it None). Raises MessageDecodeError or
+    SignatureError."""
     msg = app_pb.ApplicationMetadataMessage()
     try:
         msg.ParseFromString(bytes(raw))
     except _PB_ERRORS as e:
         raise MessageDecodeError(f"not an ApplicationMetadataMessage: {e}") from None
-    signer = recover_keccak(msg.payload, msg.signature) if msg.signature else None
+    signer = recover_keccak(msg.payload, msg.signature) if msg.signature and recover else None
     return ApplicationMessage(int(msg.type), msg.payload, msg.signature, signer)
 
 
@@ -91,9 +92,10 @@ def unwrap_public(raw: bytes) -> bytes:
     raise MessageDecodeError("ProtocolMessage carries no message")
 
 
-def open_protocol_payload(raw: bytes) -> ApplicationMessage:
-    """Archived/received WakuMessage payload (a ProtocolMessage) -> verified ApplicationMessage."""
-    return parse_application(unwrap_public(raw))
+def open_protocol_payload(raw: bytes, recover: bool = True) -> ApplicationMessage:
+    """Archived/received WakuMessage payload (a ProtocolMessage) -> verified ApplicationMessage (recover=False:
+    decoded only, signer None)."""
+    return parse_application(unwrap_public(raw), recover)
 
 
 # ---------------------------------------------------------------- type 43: archive link

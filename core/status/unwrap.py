@@ -27,22 +27,34 @@ Unwrapper = Callable[[bytes], Optional[Unwrapped]]
 def status_unwrap(payload: bytes) -> Unwrapped | None:
     """ProtocolMessage -> ApplicationMetadataMessage (signer recovered) -> ChatMessage, with core/status.
     Other application types keep only their type; undecodable or encrypted payloads give None (stored raw)."""
+    return _unwrap(payload, recover=True)[0]
+
+
+def preview_unwrap(payload: bytes) -> tuple[Unwrapped | None, bool]:
+    """status_unwrap without recovering the signer (most of its CPU): (the fields with no author, True when the
+    message is signed, i.e. status_unwrap may still give an author, or None if the signature is bad). An unsigned
+    message's answer is status_unwrap's."""
+    return _unwrap(payload, recover=False)
+
+
+def _unwrap(payload: bytes, recover: bool) -> tuple[Unwrapped | None, bool]:
     try:
         from core.status.application_metadata import CHAT_MESSAGE, open_protocol_payload
         from core.status.chat_message import decode_chat_message
     except ImportError:
-        return None
+        return None, False
     try:
-        app = open_protocol_payload(payload)
+        app = open_protocol_payload(payload, recover=recover)
     except Exception:  # noqa: BLE001 - outside data: any failure means "store it raw"
-        return None
+        return None, False
+    signed = bool(app.signature)
     if app.type != CHAT_MESSAGE:
-        return Unwrapped(message_type=app.type, author=app.signer)
+        return Unwrapped(message_type=app.type, author=app.signer), signed
     try:
         chat = decode_chat_message(app.payload)
     except Exception:  # noqa: BLE001
-        return Unwrapped(message_type=app.type, author=app.signer)
-    return Unwrapped(chat.chat_id, chat.clock, None, app.type, chat.text, app.signer)
+        return Unwrapped(message_type=app.type, author=app.signer), signed
+    return Unwrapped(chat.chat_id, chat.clock, None, app.type, chat.text, app.signer), signed
 
 
 default_unwrap = status_unwrap

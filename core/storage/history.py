@@ -12,6 +12,14 @@ statements on them are defined once, in core/storage/archive_state.py (ARCHIVE_T
 window as it was or fully imported, and records the archives as imported in that same transaction. It never
 deletes: each archived message replaces the local row with the same hash, and rows no archive holds are kept
 (core/history_import.py has the rules and why).
+
+Authors may come second (`pending=` of import_window): a window's rows are written first with everything but the
+author (recovering the signer's key is most of an import's CPU), and their rowids and hashes go into
+`history_authors_pending` in the same transaction. `fill_authors` later rewrites those rows' opened fields and
+removes them from the pending table, again in one transaction per batch, so a crash between or during the two
+passes leaves each row either pending (a restart finishes it) or complete, never lost. A rewritten row that the
+history search (core/status/history_search.py) has indexed already moves to a new rowid above all others, as an
+upsert would, so that its catch-up indexes the author too; the others are updated in place.
 """
 from __future__ import annotations
 
@@ -24,8 +32,8 @@ from core.storage.archive_state import (ARCHIVE_TABLES, add_archive_ids, archive
                                         mark_archives, raise_last_archive_end, set_magnetlink)
 
 # the archive-table functions are archive_state's, named here for the history database's callers
-__all__ = ["SCHEMA", "COLUMNS", "HistoryRow", "HistoryWriteError", "connect", "import_window", "count",
-           "bulk_insert", "messages", "add_archive_ids", "archive_info", "imported_archive_ids", "set_magnetlink"]
+__all__ = ["SCHEMA", "PENDING_SCHEMA", "COLUMNS", "OPENED", "HistoryRow", "HistoryWriteError", "connect", "import_window", "count",
+           "bulk_insert", "messages", "pending_authors", "pending_author_count", "fill_authors", "has_pending_table", "add_archive_ids", "archive_info", "imported_archive_ids", "set_magnetlink"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS history_messages (
@@ -47,8 +55,20 @@ CREATE INDEX IF NOT EXISTS history_messages_range ON history_messages (community
 CREATE INDEX IF NOT EXISTS history_messages_chat ON history_messages (chat_id, clock);
 """ + ARCHIVE_TABLES
 
+PENDING_SCHEMA = """
+-- rows written before their author was recovered (the second pass of an import fills them in, then deletes them
+-- here), by history_messages rowid (appended in order: ~free to write) and hash (a rowid used again by another
+-- row is not taken for it). Made by the first import that defers authors, in its transaction: a history
+-- database opens unchanged, and one that never deferred has no such table
+CREATE TABLE IF NOT EXISTS history_authors_pending (
+  rid INTEGER PRIMARY KEY,       -- history_messages.rowid
+  hash BLOB NOT NULL
+);
+"""
+
 COLUMNS = ("community_id", "hash", "timestamp", "topic", "sender", "chat_id", "clock", "message_id",
            "message_type", "text", "raw_payload", "archive_id")
+OPENED = COLUMNS[4:10]          # what opening a message gives: sender .. text (what fill_authors rewrites)
 _INSERT = (f"INSERT OR REPLACE INTO history_messages ({', '.join(COLUMNS)}) "
            f"VALUES ({', '.join('?' * len(COLUMNS))})")
 
@@ -70,9 +90,19 @@ class HistoryRow:
 
 
 def connect(path: Path | str) -> sqlite3.Connection:
-    con = sqlite3.connect(str(path), isolation_level=None)  # explicit BEGIN/COMMIT below
+    return configure(sqlite3.connect(str(path), isolation_level=None))  # explicit BEGIN/COMMIT below
+
+
+CACHE_KIB = 32 * 1024
+"""Page cache of a history connection: a window's rows land in three indexes, one keyed by hash (random order), and
+SQLite's default 2 MiB cache makes those inserts read pages back from the OS (~15 % of an import at 200k)."""
+
+
+def configure(con: sqlite3.Connection) -> sqlite3.Connection:
+    """The pragmas and schema of every history connection (this module's and core.storage.member_history's)."""
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")
+    con.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     con.executescript(SCHEMA)
     return con
 
@@ -92,38 +122,119 @@ def _db_file(con: sqlite3.Connection) -> str:
 
 
 def import_window(con: sqlite3.Connection, community_id: str, start: int, end: int,
-                  rows: Iterable[Sequence], archive_ids: Sequence[str] = ()) -> int:
+                  rows: Iterable[Sequence], archive_ids: Sequence[str] = (), pending: Iterable[bytes] = ()) -> int:
     """In one transaction: upsert `rows` (tuples in COLUMNS order; a row replaces the one with the same hash),
-    mark `archive_ids` imported and move the archive end watermark. Deletes nothing. Returns rows written.
+    record the hashes in `pending` as waiting for their author (fill_authors), mark `archive_ids` imported and move
+    the archive end watermark. Deletes nothing. Returns rows written.
     Raises HistoryWriteError when SQLite cannot write (disk full, I/O error, read-only)."""
-    try:
-        return _import_window(con, community_id, start, end, rows, archive_ids)
-    except sqlite3.OperationalError as e:
-        if getattr(e, "sqlite_errorname", "").startswith(("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY",
-                                                           "SQLITE_CANTOPEN", "SQLITE_BUSY")):
-            raise HistoryWriteError(f"cannot write {_db_file(con)}: {e} ({e.sqlite_errorname}); nothing of the "
-                                    f"window [{start}, {end}) was written: free disk space or fix the file's "
-                                    "permissions, then import again") from None
-        raise
-
-
-def _import_window(con, community_id, start, end, rows, archive_ids) -> int:
-    con.execute("BEGIN IMMEDIATE")
-    try:
+    def write() -> int:
+        top = con.execute(_TOP).fetchone()[0]
         before = con.total_changes
         con.executemany(_INSERT, rows)
         written = con.total_changes - before
+        if want := set(pending):
+            con.execute(PENDING_SCHEMA)
+            # this transaction's rows have rowids above `top` (SQLite takes max + 1); if it chose others (only
+            # once a rowid reached 2^63 - 1), each row is looked up by its key
+            new = [(r, h) for r, h in con.execute("SELECT rowid, hash FROM history_messages WHERE rowid > ?",
+                                                  (top,)) if h in want]
+            if len(new) < len(want):
+                new = [(r, h) for h in want for (r,) in con.execute(
+                    "SELECT rowid FROM history_messages WHERE community_id = ? AND hash = ?", (community_id, h))]
+            con.executemany(_PENDING, new)
         mark_archives(con, community_id, archive_ids, imported=True)
         raise_last_archive_end(con, community_id, end)
-        con.execute("COMMIT")
-    except BaseException:
-        if con.in_transaction:
-            try:
-                con.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass            # SQLite rolls back on its own when it cannot; the original error is the one to see
+        return written
+    return _transaction(con, write, f"nothing of the window [{start}, {end}) was written")
+
+
+_TOP = "SELECT COALESCE(MAX(rowid), 0) FROM history_messages"
+_PENDING = "INSERT OR REPLACE INTO history_authors_pending (rid, hash) VALUES (?, ?)"
+# the opened columns in place, or with a new rowid above every other (as an upsert gives) for a row that the history
+# search has indexed already (history_search_state's 'rowid': its watermark), so that its catch-up indexes it again
+_REWRITE = (f"UPDATE history_messages SET {', '.join(c + ' = ?' for c in OPENED)} "
+            "WHERE rowid = ? AND hash = ? AND community_id = ?")
+_REWRITE_MOVED = _REWRITE.replace(" WHERE", ", rowid = ? WHERE")
+# in place, the usual case first: only the author was missing, so only `sender` is written (no index entry moves);
+# then whatever still differs (a bad signature makes the whole row raw) is written whole
+_SENDER_ONLY = ("UPDATE history_messages SET sender = ? WHERE rowid = ? AND hash = ? AND community_id = ? AND "
+                + " AND ".join(f"{c} IS ?" for c in OPENED[1:]))
+_REWRITE_REST = _REWRITE + " AND NOT (" + " AND ".join(f"{c} IS ?" for c in OPENED) + ")"
+# a pending entry and its row (none: the rowid was used again by another row, or there is no row)
+_PENDING_ROWS = ("FROM history_authors_pending p LEFT JOIN history_messages m ON m.rowid = p.rid AND m.hash = p.hash "
+                 "WHERE (m.community_id = ? OR m.rowid IS NULL)")
+
+
+def pending_authors(con: sqlite3.Connection, community_id: str, limit: int, after: int = 0
+                    ) -> list[tuple[int, bytes, bytes | None, bytes | None]]:
+    """Up to `limit` rows waiting for their author, in rowid order after `after`: (rid, hash, raw_payload,
+    sender). raw_payload is None for an entry whose row is gone (fill_authors only clears it)."""
+    if not has_pending_table(con):
+        return []
+    return con.execute(f"SELECT p.rid, p.hash, m.raw_payload, m.sender {_PENDING_ROWS} AND p.rid > ? "
+                       "ORDER BY p.rid LIMIT ?", (community_id, after, limit)).fetchall()
+
+
+def has_pending_table(con: sqlite3.Connection) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'history_authors_pending'"
+                       ).fetchone() is not None
+
+
+def pending_author_count(con: sqlite3.Connection, community_id: str) -> int:
+    if not has_pending_table(con):
+        return 0
+    return con.execute(f"SELECT COUNT(*) {_PENDING_ROWS}", (community_id,)).fetchone()[0]
+
+
+def fill_authors(con: sqlite3.Connection, community_id: str, opened: Sequence[tuple]) -> int:
+    """In one transaction: each (rid, hash, sender, chat_id, clock, message_id, message_type, text) rewrites the
+    OPENED columns of its row (the rest as stored) and leaves the pending table. A row the history search indexed
+    already moves to a new rowid (its catch-up then indexes the author too); the others are rewritten in place,
+    most of them only their sender (2-4x cheaper). Returns rows rewritten."""
+    def write() -> int:
+        top, indexed = con.execute(_TOP).fetchone()[0], _search_watermark(con)
+        before = con.total_changes
+        in_place = [o for o in opened if o[0] > indexed]
+        con.executemany(_SENDER_ONLY, ((o[2], o[0], o[1], community_id, *o[3:]) for o in in_place))
+        con.executemany(_REWRITE_REST, ((*o[2:], o[0], o[1], community_id, *o[2:]) for o in in_place))
+        con.executemany(_REWRITE_MOVED, (tuple(o[2:]) + (top + 1 + i, o[0], o[1], community_id)
+                                         for i, o in enumerate(o for o in opened if o[0] <= indexed)))
+        written = con.total_changes - before       # each row once: the second statement skips what the first did
+        con.executemany("DELETE FROM history_authors_pending WHERE rid = ?", ((o[0],) for o in opened))
+        return written
+    return _transaction(con, write, "no author of this batch was written")
+
+
+def _search_watermark(con: sqlite3.Connection) -> int:
+    """The highest history_messages rowid that core/status/history_search.py has indexed (0: no search index)."""
+    try:
+        row = con.execute("SELECT value FROM history_search_state WHERE name = 'rowid'").fetchone()
+    except sqlite3.OperationalError:          # no such table: the search never ran on this database
+        return 0
+    return row[0] if row else 0
+
+
+def _transaction(con: sqlite3.Connection, write, lost: str) -> int:
+    """write() in one IMMEDIATE transaction; SQLite's write failures become HistoryWriteError (rolled back)."""
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            n = write()
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                try:
+                    con.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass        # SQLite rolls back on its own when it cannot; the original error is the one to see
+            raise
+        return n
+    except sqlite3.OperationalError as e:
+        if getattr(e, "sqlite_errorname", "").startswith(("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY",
+                                                           "SQLITE_CANTOPEN", "SQLITE_BUSY")):
+            raise HistoryWriteError(f"cannot write {_db_file(con)}: {e} ({e.sqlite_errorname}); {lost}: free disk "
+                                    "space or fix the file's permissions, then import again") from None
         raise
-    return written
 
 
 def count(con: sqlite3.Connection, community_id: str) -> int:

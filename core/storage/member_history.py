@@ -23,10 +23,7 @@ class MemberHistory:
     def __init__(self, path: Path | str):
         # the schema and pragmas of history.connect, on a connection the engine's threads share under a lock
         self.path = Path(path)
-        self._con = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self._con.execute("PRAGMA journal_mode=WAL")
-        self._con.execute("PRAGMA synchronous=NORMAL")
-        self._con.executescript(H.SCHEMA)
+        self._con = H.configure(sqlite3.connect(str(path), isolation_level=None, check_same_thread=False))
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -34,11 +31,41 @@ class MemberHistory:
             self._con.close()
 
     def import_window(self, cid: str, start: int, end: int, rows: Iterable[Sequence],
-                      archive_ids: Sequence[str] = ()) -> int:
-        """One window's archives, atomically (core.storage.history.import_window: upsert by hash, no delete)."""
-        rows = list(rows)
+                      archive_ids: Sequence[str] = (), pending: Iterable[bytes] = ()) -> int:
+        """One window's archives, atomically (core.storage.history.import_window: upsert by hash, no delete;
+        `pending`: hashes whose author fill_authors writes later)."""
+        rows, pending = list(rows), list(pending)
         with self._lock:
-            return H.import_window(self._con, cid, start, end, rows, archive_ids)
+            return H.import_window(self._con, cid, start, end, rows, archive_ids, pending)
+
+    def pending_authors(self, cid: str, limit: int, after: int = 0) -> list[tuple]:
+        with self._lock:
+            return H.pending_authors(self._con, cid, limit, after)
+
+    def pending_author_count(self, cid: str) -> int:
+        with self._lock:
+            return H.pending_author_count(self._con, cid)
+
+    def fill_authors(self, cid: str, opened: Sequence[tuple]) -> int:
+        """One batch of recovered authors, atomically (core.storage.history.fill_authors)."""
+        with self._lock:
+            return H.fill_authors(self._con, cid, opened)
+
+    def authors_pending(self, cid: str, ids: Iterable[str]) -> set[str]:
+        """Of the messages `ids` ("0x" + hash hex, as messages() gives them), those whose author is still being
+        recovered (a view shows "author pending" for them instead of an empty author)."""
+        hashes = [bytes.fromhex(i[2:]) for i in ids]
+        with self._lock:
+            found = set()
+            if not H.has_pending_table(self._con):
+                return found
+            for k in range(0, len(hashes), 500):
+                part = hashes[k:k + 500]
+                found.update(h for (h,) in self._con.execute(
+                    "SELECT m.hash FROM history_messages m JOIN history_authors_pending p ON p.rid = m.rowid "
+                    f"AND p.hash = m.hash WHERE m.community_id = ? AND m.hash IN ({', '.join('?' * len(part))})",
+                    (cid, *part)))
+        return {_hex(h) for h in found}
 
     def imported_archive_ids(self, cid: str) -> set[str]:
         with self._lock:

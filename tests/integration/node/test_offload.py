@@ -63,7 +63,7 @@ def hydrate_then_die(history_path, keys_path, cid, folder, chosen):
     from core.storage import history
     real = history.import_window
 
-    def dying(con, community_id, start, end, rows, archive_ids=()):
+    def dying(con, community_id, start, end, rows, archive_ids=(), pending=()):
         con.execute("BEGIN IMMEDIATE")
         con.executemany(history._INSERT, list(rows))          # the window's rows, never committed: killed first
         os.kill(os.getpid(), signal.SIGKILL)

@@ -4,8 +4,9 @@ The driver then hands the ordered archive bytes to the same writer as the refere
 (core.archive.folder.ArchiveFolder.append, then core.archive.build.finish_build), so data, index and torrent are
 byte-identical to core.archive.build.build_archives. The folder is opened by the same ArchiveFolder, so the index
 is checked before it is trusted (a damaged index is rebuilt from data or refused with CorruptFolder, never used to
-cut data). Nothing is written until Spark has produced every archive: a cancelled or failed job, or a disk fault
-while appending, leaves the folder exactly as it was.
+cut data). Nothing is written until Spark has produced every archive; a cancel that arrives while the driver
+appends, or a disk fault, is undone by the folder's append (data cut back, index untouched): the folder is left
+exactly as it was.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import functools
 import shutil
 import time
 import uuid
+from itertools import chain
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -69,17 +71,19 @@ def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: st
         remove = functools.partial(_remove_spool, spool)
     try:
         try:
+            # A cancel is checked before each archive is appended; append undoes what it wrote on any failure.
             produced = encode_on_spark(spark, db_path, topics, windows, cap=cap, transform=transform, hold=hold,
                                        plan=plan, spool_dir=spool.resolve(),
-                                       stage=stage.path if stage is not None else None)
+                                       stage=stage.path if stage is not None else None,
+                                       check=job.check_cancelled if job is not None else None)
+            archives = iter(produced)
+            first = next(archives, None)   # nothing new: the folder is not touched (as build_archives)
+            new_ids = [] if first is None else folder.append(chain([first], archives))
         except PipelineError as e:
             line = unseen_message(str(e)) if e.code in (STAGE_UNSEEN, STORE_UNSEEN) else None
             if line is None:
                 raise
             raise StageUnseen(line) from None
-        if job is not None:
-            job.check_cancelled()  # last point where a cancel still leaves the folder untouched
-        new_ids = folder.append(produced)
     finally:
         remove()
     return finish_build(folder, community_id, torrent_dir, trackers, new_ids, produced.messages)

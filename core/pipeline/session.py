@@ -29,12 +29,15 @@ from typing import Any, Callable
 
 from core.pipeline import security
 from core.pipeline.cluster_conf import PROJECT_ROOT, driver_network, is_cluster_master, no_worker_message, project_zip
+from core.pipeline.jvm import JvmMismatch, ensure_jvm
 
 EXECUTOR_TIMEOUT_S = 120.0    # default of --executor-timeout and [spark] executor_timeout
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
+DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_USER_LOCAL_IP = os.environ.get("SPARK_LOCAL_IP")   # as the process started, before prepare_environment set it
 
 _LOG4J = """\
 rootLogger.level = error
@@ -69,6 +72,9 @@ class SparkSettings:
     driver_memory: str = "2g"
     executor_memory: str = "1g"
     max_direct_memory: str = "1g"             # big blobs travel through Python workers; cap off-heap use
+    # The driver's JVM mostly schedules Python workers: the client JIT (C1) and the serial collector cut its CPU
+    # per build ~4x (docs/BENCHMARKS.md "Spark on a cluster"); "" gives the JVM's defaults (C2, G1) back.
+    driver_jvm_options: str = DRIVER_JVM_OPTIONS
     shuffle_partitions: int = 4
     log_dir: str | None = None                # Spark's own log file goes here (default: security.runtime_dir())
     driver_host: str | None = None            # address executors connect to (default: see driver_network)
@@ -125,7 +131,8 @@ class SparkSettings:
             "spark.driver.memory": self.driver_memory,
             "spark.executor.memory": self.executor_memory,
             # The log4j file is the driver's: executors log with their worker's configuration (work/app-*/*/stderr).
-            "spark.driver.extraJavaOptions": f"{memory_opts} -Dlog4j2.configurationFile=file:{props}",
+            "spark.driver.extraJavaOptions": " ".join(filter(None, (memory_opts, self.driver_jvm_options,
+                                                                    f"-Dlog4j2.configurationFile=file:{props}"))),
             "spark.executor.extraJavaOptions": memory_opts,
             "spark.pyspark.python": python,
             "spark.pyspark.driver.python": sys.executable,
@@ -159,8 +166,8 @@ def prepare_environment(settings: SparkSettings | None = None) -> None:
             path = os.environ.get("PATH", "")
             if str(here) not in path.split(os.pathsep):
                 os.environ["PATH"] = str(here) + (os.pathsep + path if path else "")
-    else:
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    else:   # the user's own setting, else loopback (never what an earlier cluster session of this process set)
+        os.environ["SPARK_LOCAL_IP"] = _USER_LOCAL_IP or "127.0.0.1"
     # The driver's own Python workers import core.* from the checkout even when it is not installed.
     root = str(PROJECT_ROOT)
     pp = os.environ.get("PYTHONPATH", "")
@@ -301,11 +308,12 @@ class SparkOwner:
             secret_conf = s.secret_conf()
             prepare_environment(s)
             conf = s.conf()
-            from pyspark import SparkConf, SparkContext
+            from pyspark import SparkContext
             from pyspark.sql import SparkSession
-            # Start the JVM with the plain settings only (they become its command line); the secret goes in later
-            # through py4j. No-op if this process already has a JVM.
-            SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(conf.items())))
+            try:   # the JVM launched with these settings (a fresh one if the process's JVM has others: jvm.py)
+                ensure_jvm(conf)
+            except JvmMismatch as e:
+                raise JobFailed(str(e)) from None
             if s.cluster:
                 refusal = security.probe_master(SparkContext._jvm, s.master, conf["spark.driver.host"],
                                                 secret_conf)

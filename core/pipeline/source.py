@@ -6,14 +6,16 @@ otherwise, and it would move payload blobs through the JVM's JDBC path; the Pyth
 pyspark, reads with the same `sqlite3` module and SQL as the reference path, and hands rows to Spark as Arrow
 batches. One input partition = one 7-day window [lo, hi), because chunking walks a window's messages in order.
 
-Two sources share the reader: `archivist_waku_messages` yields the messages (the `dataframe` build plan sorts
-them in Spark and encodes them with mapInArrow), `archivist_waku_archives` orders in SQLite and chunks and encodes
-inside the reading task, so the messages never leave the Python worker (the `fused` plan: one Python hop, and only
-encoded archives cross the JVM).
+The `dataframe` build plan reads the messages through `archivist_waku_messages` and sorts and encodes them in
+Spark. The `fused` plan does not use a data source: its tasks (`store_archive_rows`, one RDD partition per window)
+read each window ordered by SQLite and encode it in the same Python worker, so messages never leave it and only
+the spooled archives' paths cross the JVM (a Python data source job is planned through a Python worker on the
+driver first: the same 200k-message Spark part took 5.0-6.1 s as a data source, 3.7 s as an RDD job, load 9). `archivist_stage_archives` is the fused
+plan over a stage folder (cluster mode with --stage-dir).
 
 Options: `path` (SQLite file, readable by the executors), `topics` (comma-separated 0x<8 hex>), `windows`
 (JSON list of [lo, hi]), `cap` (messages whose len(payload)+len(sig) exceeds it are dropped in SQL, as status-go
-drops them; this also keeps >30 MB blobs out of Spark altogether). The archives source also takes `transform`
+drops them; this also keeps >30 MB blobs out of Spark altogether). The stage source also takes `transform`
 (base64 of a cloudpickled bytes->bytes function) and `hold` (test seam, "host:port").
 """
 from __future__ import annotations
@@ -29,7 +31,6 @@ from core.archive.constants import MAX_ARCHIVE_PAYLOAD
 from core.pipeline.encode import ENCODED_SCHEMA, encode_chunks, encode_store_window, encoded_batch, hold
 
 SOURCE_NAME = "archivist_waku_messages"
-ARCHIVES_SOURCE_NAME = "archivist_waku_archives"
 SCHEMA = ("window INT, timestamp BIGINT, hash BINARY, sig BINARY, topic BINARY, payload BINARY, padding BINARY, "
           "third_party_id STRING")
 BATCH_ROWS = 4096
@@ -100,52 +101,32 @@ class WakuMessagesReader(DataSourceReader):
             con.close()
 
 
-class WakuArchivesSource(DataSource):
-    @classmethod
-    def name(cls) -> str:
-        return ARCHIVES_SOURCE_NAME
-
-    def schema(self) -> str:
-        return ENCODED_SCHEMA
-
-    def reader(self, schema: StructType) -> "WakuArchivesReader":
-        return WakuArchivesReader(dict(self.options))
-
-
-class WakuArchivesReader(WakuMessagesReader):
-    def __init__(self, options: dict):
-        super().__init__(options)
-        self.topic_bytes = tuple(bytes.fromhex(t[2:]) for t in self.topics)
-        self.transform = options.get("transform") or None
-        h = options.get("hold") or None
-        self.hold = (h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1])) if h else None
-        self.spool = options.get("spool") or None
-
-    def _transform(self):
-        """The archive transform (encrypted communities) the driver pickled into the options, or None."""
-        if not self.transform:
-            return None
-        import base64
-        from pyspark import cloudpickle
-        return cloudpickle.loads(base64.b64decode(self.transform))
-
-    def read(self, partition: WindowPartition) -> Iterator:
-        import pyarrow as pa
-        hold(self.hold)
-        transform = self._transform()
-        if not self.topics:
-            return
-        try:
-            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-        except sqlite3.OperationalError:   # not at this path on this machine: one line on the driver
-            yield unseen_row(pa, partition, STORE_UNSEEN, self.path)
-            return
-        try:
-            for row in encode_store_window(partition.window, con, partition.lo, partition.hi, self.topic_bytes,
-                                           self.cap, transform, self.spool):
-                yield encoded_batch(pa, row)
-        finally:
-            con.close()
+def store_archive_rows(path: str, topics: Sequence[bytes], windows: Sequence[tuple[int, int, int]], cap: int,
+                       transform=None, spool_dir: str | None = None, hold_at: tuple[str, int] | None = None
+                       ) -> Iterator[tuple]:
+    """The fused plan's task (core/pipeline/spark_encode.py): ENCODED_SCHEMA tuples of each (window, lo, hi),
+    read straight from the store in archive order and encoded by the reference build's bulk encoder
+    (encode_store_window); with `spool_dir` the archives go to files there and only their paths travel back.
+    A store this executor cannot open gives one error row (STORE_UNSEEN, its host and the path)."""
+    hold(hold_at)
+    if not windows:
+        return
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.OperationalError:   # not at this path on this machine: one line on the driver
+        window, lo, hi = windows[0]
+        yield (window, 0, lo, hi, 0, b"", unseen_error(STORE_UNSEEN, path), None)
+        return
+    import gc
+    collecting = gc.isenabled()
+    gc.disable()   # as build_archives: the batches hold many small objects, none in a cycle
+    try:
+        for window, lo, hi in windows:
+            yield from encode_store_window(window, con, lo, hi, topics, cap, transform, spool_dir)
+    finally:
+        con.close()
+        if collecting:
+            gc.enable()
 
 
 STAGE_SOURCE_NAME = "archivist_stage_archives"
@@ -171,10 +152,22 @@ class StageArchivesSource(DataSource):
         return StageArchivesReader(dict(self.options))
 
 
-class StageArchivesReader(WakuArchivesReader):
+class StageArchivesReader(WakuMessagesReader):
     def __init__(self, options: dict):
-        super().__init__({**options, "path": options["stage"], "spool": None})
+        super().__init__({**options, "path": options["stage"]})
         self.stage = options["stage"]
+        self.topic_bytes = tuple(bytes.fromhex(t[2:]) for t in self.topics)
+        self.transform = options.get("transform") or None
+        h = options.get("hold") or None
+        self.hold = (h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1])) if h else None
+
+    def _transform(self):
+        """The archive transform (encrypted communities) the driver pickled into the options, or None."""
+        if not self.transform:
+            return None
+        import base64
+        from pyspark import cloudpickle
+        return cloudpickle.loads(base64.b64decode(self.transform))
 
     def read(self, partition: WindowPartition) -> Iterator:
         import os
@@ -235,27 +228,7 @@ def _batch(pa, window: int, cols: list[list]):
 
 def register_sources(spark) -> None:
     spark.dataSource.register(WakuMessagesSource)
-    spark.dataSource.register(WakuArchivesSource)
     spark.dataSource.register(StageArchivesSource)
-
-
-def read_archives(spark, path: str, topics, windows, cap: int = MAX_ARCHIVE_PAYLOAD, transform=None,
-                  hold_at: tuple[str, int] | None = None, spool_dir: str | None = None):
-    """DataFrame of encoded archives (ENCODED_SCHEMA), one input partition (= one task) per window."""
-    import base64
-    from pyspark import cloudpickle
-    r = (spark.read.format(ARCHIVES_SOURCE_NAME)
-         .option("path", str(path))
-         .option("topics", ",".join("0x" + t.hex() for t in topics))
-         .option("windows", json.dumps([list(w) for w in windows]))
-         .option("cap", str(cap)))
-    if transform is not None:
-        r = r.option("transform", base64.b64encode(cloudpickle.dumps(transform)).decode())
-    if hold_at is not None:
-        r = r.option("hold", f"{hold_at[0]}:{hold_at[1]}")
-    if spool_dir is not None:
-        r = r.option("spool", str(spool_dir))
-    return r.load()
 
 
 def read_stage_archives(spark, stage: str, topics, windows, cap: int = MAX_ARCHIVE_PAYLOAD, transform=None,

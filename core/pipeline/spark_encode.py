@@ -5,15 +5,16 @@ without importing the build, which imports the session: build -> session -> spar
 """
 from __future__ import annotations
 
+import mmap
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from core.archive.build import ArchiveTransform
 from core.archive.constants import MAX_ARCHIVE_PAYLOAD
 from core.archive.errors import ArchiveError
 from core.archive.folder import NewArchive
-from core.pipeline.encode import ENCODED_SCHEMA, make_encoder
-from core.pipeline.source import STAGE_UNSEEN, STORE_UNSEEN, read_archives, read_messages, read_stage_archives
+from core.pipeline.encode import ENCODED_NAMES, ENCODED_SCHEMA, make_encoder
+from core.pipeline.source import STAGE_UNSEEN, STORE_UNSEEN, read_messages, read_stage_archives
 from core.storage import waku_messages
 
 PLANS = ("fused", "dataframe")
@@ -24,52 +25,33 @@ class PipelineError(ArchiveError):
 
 
 class EncodedArchives:
-    """The job's archives in (window, chunk) order, as `ArchiveFolder.append` wants them. Spooled ones are read
-    from their file one at a time while appending, so the driver never holds more than one archive."""
+    """The job's archives in (window, chunk) order, as `ArchiveFolder.append` wants them; the rows are checked
+    when made (an error row raises PipelineError). A spooled archive is handed over as a read-only map of its
+    file, one at a time: the folder writes it out with no copy into Python, and the driver never holds more than
+    one archive. `check` runs before each archive (a cancel: `ArchiveFolder.append` then undoes what it appended).
+    `messages` counts every archive's messages."""
 
-    def __init__(self, rows: list, topics: Sequence[bytes]):
-        self.rows = rows
+    def __init__(self, rows: list, topics: Sequence[bytes], check: Callable[[], None] | None = None):
+        check_rows(rows)
+        self.rows = sorted(rows, key=lambda r: (r["window"], r["chunk"]))
         self.topics = tuple(topics)
         self.messages = sum(r["messages"] for r in rows)
-
-    def __len__(self) -> int:
-        return len(self.rows)
+        self._check = check
 
     def __iter__(self) -> Iterator[NewArchive]:
         for r in self.rows:
-            raw = Path(r["spool"]).read_bytes() if r["spool"] else bytes(r["raw"])
-            yield NewArchive(r["start"], r["end"], self.topics, raw)
+            if self._check is not None:
+                self._check()
+            if r["spool"]:
+                with open(r["spool"], "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as raw:
+                    yield NewArchive(r["start"], r["end"], self.topics, raw)
+            else:
+                yield NewArchive(r["start"], r["end"], self.topics, bytes(r["raw"]))
 
 
-def encode_on_spark(spark, db_path: str, topics: Sequence[bytes], windows: Sequence[tuple[int, int]], *,
-                    cap: int = MAX_ARCHIVE_PAYLOAD, transform: ArchiveTransform | None = None,
-                    hold: tuple[str, int] | None = None, plan: str = "fused",
-                    spool_dir: Path | str | None = None, stage: Path | str | None = None) -> EncodedArchives:
-    """Run the Spark part; the archives come back in archive order (window, then chunk).
-
-    plan "fused": the archives data source reads each window ordered by SQLite and chunks and encodes it in the same
-    executor task (messages never cross the JVM). plan "dataframe": messages become a DataFrame, Spark sorts each
-    window (sortWithinPartitions) and mapInArrow chunks and encodes. Both give the same bytes.
-    With `spool_dir` (an existing folder the executors can write) archives are handed over as files: collecting
-    hundreds of MB of archive cells exhausts the 2 GB driver heap (measured at 1M messages).
-    With `stage` (a job folder of core.pipeline.stage whose windows are staged) executors read the staged windows
-    instead of `db_path` and write archives to `<stage>/out` (always the fused plan). An executor that cannot see
-    the stage, or open the store, gives a PipelineError with code "stage-unseen" / "store-unseen" (its message is
-    the error row; core.pipeline.stage.unseen_message makes the line)."""
-    if plan not in PLANS:
-        raise ValueError(f"unknown build plan {plan!r} (choose from {PLANS})")
-    if not windows or not topics:
-        return EncodedArchives([], topics)
-    spool = str(spool_dir) if spool_dir is not None else None
-    if stage is not None:
-        encoded = read_stage_archives(spark, str(stage), topics, windows, cap, transform, hold)
-    elif plan == "fused":
-        encoded = read_archives(spark, db_path, topics, windows, cap, transform, hold, spool)
-    else:
-        encoded = (read_messages(spark, db_path, topics, windows, cap)
-                   .sortWithinPartitions("window", "timestamp", "hash")
-                   .mapInArrow(make_encoder(windows, topics, cap, transform, hold, spool), ENCODED_SCHEMA))
-    rows = sorted(encoded.collect(), key=lambda r: (r["window"], r["chunk"]))
+def check_rows(rows: list) -> None:
+    """Raise PipelineError for the first error row: an executor that cannot see the stage or the store first
+    (its code names the host and path), then an encoding failure."""
     for code in (STAGE_UNSEEN, STORE_UNSEEN):
         unseen = next((r for r in rows if r["error"] and r["error"].startswith(code + "\t")), None)
         if unseen is not None:
@@ -78,7 +60,62 @@ def encode_on_spark(spark, db_path: str, topics: Sequence[bytes], windows: Seque
         if r["error"]:
             raise PipelineError(f"encoding window [{r['start']}, {r['end']}) chunk {r['chunk']} failed: {r['error']}",
                                 code="encode-failed")
-    return EncodedArchives(rows, topics)
+
+
+def encode_on_spark(spark, db_path: str, topics: Sequence[bytes], windows: Sequence[tuple[int, int]], *,
+                    cap: int = MAX_ARCHIVE_PAYLOAD, transform: ArchiveTransform | None = None,
+                    hold: tuple[str, int] | None = None, plan: str = "fused",
+                    spool_dir: Path | str | None = None, stage: Path | str | None = None,
+                    check: Callable[[], None] | None = None) -> EncodedArchives:
+    """Run the Spark part; the archives come back in archive order (window, then chunk).
+
+    plan "fused": one task per window reads it ordered by SQLite and chunks and encodes it (`fused_rows`; messages
+    never cross the JVM). plan "dataframe": messages become a DataFrame, Spark
+    sorts each window (sortWithinPartitions) and mapInArrow chunks and encodes. Both give the same bytes.
+    With `spool_dir` (an existing folder the executors can write) archives are handed over as files: collecting
+    hundreds of MB of archive cells exhausts the 2 GB driver heap (measured at 1M messages).
+    With `stage` (a job folder of core.pipeline.stage whose windows are staged) executors read the staged windows
+    instead of `db_path` and write archives to `<stage>/out` (always the fused plan). An executor that cannot see
+    the stage, or open the store, gives a PipelineError with code "stage-unseen" / "store-unseen" (its message is
+    the error row; core.pipeline.stage.unseen_message makes the line). `check` runs before each archive is
+    handed over (a cancel between archives)."""
+    if plan not in PLANS:
+        raise ValueError(f"unknown build plan {plan!r} (choose from {PLANS})")
+    if not windows or not topics:
+        return EncodedArchives([], topics)
+    spool = str(spool_dir) if spool_dir is not None else None
+    if stage is not None:
+        encoded = read_stage_archives(spark, str(stage), topics, windows, cap, transform, hold)
+    elif plan == "fused":
+        return EncodedArchives(fused_rows(spark, db_path, topics, windows, cap, transform, hold, spool), topics, check)
+    else:
+        encoded = (read_messages(spark, db_path, topics, windows, cap)
+                   .sortWithinPartitions("window", "timestamp", "hash")
+                   .mapInArrow(make_encoder(windows, topics, cap, transform, hold, spool), ENCODED_SCHEMA))
+    return EncodedArchives(encoded.collect(), topics, check)
+
+
+# Fused plan: tasks per core, each a run of consecutive windows. A task costs ~25 ms of Python-worker and ~10 ms of
+# JVM CPU (1M messages in 40 windows, all CPU of the build: 40 tasks 6.3 s, 8 tasks 4.9 s, 4 tasks 4.5 s; see
+# docs/BENCHMARKS.md "Spark on a cluster"); two per core still even out uneven windows and a slower core.
+TASKS_PER_CORE = 2
+
+
+def fused_rows(spark, db_path: str, topics: Sequence[bytes], windows: Sequence[tuple[int, int]], cap: int,
+               transform: ArchiveTransform | None, hold: tuple[str, int] | None, spool: str | None) -> list[dict]:
+    """The fused plan: one Spark job, each task (an RDD partition; source.store_archive_rows) reading a run of
+    consecutive windows from the store and encoding them. One job because each costs ~0.1 s of driver JVM CPU (a
+    trivial RDD job, measured; a Python data source job more: it is planned in a Python worker first)."""
+    from core.pipeline.source import store_archive_rows
+    path, tps, ws = db_path, tuple(topics), [tuple(w) for w in windows]
+
+    def task(it):
+        return store_archive_rows(path, tps, [(i, *ws[i]) for i in it], cap, transform, spool, hold)
+
+    sc = spark.sparkContext
+    tasks = min(len(ws), TASKS_PER_CORE * max(1, sc.defaultParallelism))
+    rows = sc.parallelize(range(len(ws)), tasks).mapPartitions(task).collect()
+    return [dict(zip(ENCODED_NAMES, r)) for r in rows]
 
 
 def warm_up_build(spark) -> int:
@@ -93,4 +130,7 @@ def warm_up_build(spark) -> int:
         con.close()
         spool = Path(d) / "spool"
         spool.mkdir()
-        return sum(len(encode_on_spark(spark, db, [b"warm"], [(0, 100)], plan=p, spool_dir=spool)) for p in PLANS)
+        # one window per core, so that every Python worker has imported the encoder (the others are empty)
+        windows = [(i * 100, i * 100 + 100) for i in range(max(1, spark.sparkContext.defaultParallelism))]
+        return sum(sum(1 for _ in encode_on_spark(spark, db, [b"warm"], windows, plan=p, spool_dir=spool))
+                   for p in PLANS)

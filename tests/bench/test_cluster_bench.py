@@ -10,7 +10,11 @@ One store from core.synth (tests/bench/build_bench.py `store()`), then, each tim
   session is warmed first; once without `--stage-dir` (executors open the store) and once with it (the driver
   stages the windows as Parquet, the executors read only the stage).
 The four builds run in turn, ARCHIVIST_BENCH_REPEAT rounds (default 2), and the best of each is kept: the machine
-is shared, so load changes during a run. Every output folder and torrent is compared with the reference's, file
+is shared, so load changes during a run. The local-mode build's CPU is also split into the driver's Python side,
+the driver's JVM and the Python workers (from /proc), beside the reference process's CPU: on a loaded machine CPU
+varies less than wall time, and it says where the Spark build spends its time. ARCHIVIST_BENCH_PROFILE=1 prints a
+cProfile (top 10, own time) of the local builds' driver side; ARCHIVIST_BENCH_TASKS_PER_CORE=N runs the local
+builds with N fused tasks per core instead of core.pipeline.spark_encode.TASKS_PER_CORE. Every output folder and torrent is compared with the reference's, file
 by file (SHA-256), then deleted. Each figure is printed beside the reference with the ratio and recorded in the
 bench table (tests/bench/table.py). Nothing timed overlaps anything else: the cluster starts while this process's
 local session warms up, and the driver child warms its session while the store is generated.
@@ -23,9 +27,12 @@ groups (which hold the executors and the driver's JVM) are killed.
 """
 from __future__ import annotations
 
+import cProfile
 import hashlib
+import io
 import json
 import os
+import pstats
 import shutil
 import signal
 import subprocess
@@ -36,7 +43,8 @@ from pathlib import Path
 
 import pytest
 
-from core.pipeline.build import submit_build
+from core.pipeline import spark_encode
+from core.pipeline.build import build_job
 from core.pipeline.cluster import StandaloneCluster
 from core.pipeline.session import default_owner
 from tests.bench.build_bench import ROOT, run_build, store
@@ -53,6 +61,8 @@ pytestmark = [pytest.mark.spark] + ([pytest.mark.slow] if SLOW else [])
 REF = "single-process build"
 GOAL = "ratio shown (issue 16)"
 REPEAT = int(os.environ.get("ARCHIVIST_BENCH_REPEAT", "2"))
+PROFILE = os.environ.get("ARCHIVIST_BENCH_PROFILE") == "1"          # cProfile the local builds' driver side
+TASKS_PER_CORE = int(os.environ.get("ARCHIVIST_BENCH_TASKS_PER_CORE", "0"))   # local mode's fused tasks per core
 
 # The cluster's driver: warms a session on the standalone master, prints "ready SECONDS", then runs one timed build
 # per JSON line read (store, output folder, stage folder or null), answering each with one JSON line, until EOF.
@@ -180,6 +190,36 @@ def tree_digest(root: Path) -> dict[str, str]:
     return out
 
 
+def process_tree_cpu(root: int) -> dict[int, float]:
+    """CPU seconds (user + system) of `root` and every process below it, from /proc (the local session's JVM and
+    the Python workers it forked)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, float] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            out[pid] = (int(stat[11]) + int(stat[12])) / tick
+            for task in os.listdir(f"/proc/{pid}/task"):
+                todo += map(int, Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return out
+
+
+def local_cpu_split(build) -> tuple[float, dict[str, float]]:
+    """Run `build()` (a local-mode build on this process's session) and split its CPU: this process (the driver's
+    Python side), the driver's JVM, and the Python workers below it."""
+    from pyspark import SparkContext
+    jvm = SparkContext._gateway.proc.pid
+    before, c0 = process_tree_cpu(jvm), time.process_time()
+    seconds = build()
+    after, driver = process_tree_cpu(jvm), time.process_time() - c0
+    workers = sum(v - before.get(pid, 0.0) for pid, v in after.items() if pid != jvm)
+    return seconds, {"driver (Python)": driver, "driver JVM": after[jvm] - before[jvm], "Python workers": workers}
+
+
 def answer(p: subprocess.Popen, log: Path) -> str:
     """The driver's next answer ("ready ..." or a JSON line; its JVM shares the stdout and may print other lines)."""
     while True:
@@ -196,7 +236,7 @@ def figure(name: str, seconds: float, n: int, t_ref: float) -> None:
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_cluster_build_against_local_and_single_process(n, two_workers, bench_owner, driver, tmp_path):
+def test_cluster_build_against_local_and_single_process(n, two_workers, bench_owner, driver, tmp_path, monkeypatch):
     bench_owner.warm().result(timeout=600)
     master = two_workers.wait()
     print(f"\nBENCH cluster: master and 2 workers up in {two_workers.seconds:.1f} s ({master}), "
@@ -218,13 +258,27 @@ def test_cluster_build_against_local_and_single_process(n, two_workers, bench_ow
         r = run_build(s, out)
         assert r["messages"] == n and r["archives"] >= 4
         info.update(data_bytes=r["data_bytes"], archives=r["archives"])
+        cpu.setdefault(REF, []).append(r["cpu"])
         return r["seconds"]
 
     def local(out: Path) -> float:
-        t = time.perf_counter()
-        r = submit_build(bench_owner, db, s.community_id, topics, out / "d", out / "t", end=s.end).result(4 * 3600)
-        assert r.messages == n
-        return time.perf_counter() - t
+        def run(spark, job):   # on the owner thread, so that the profile sees the driver's side of the build
+            if profile is not None:
+                profile.enable()
+            try:
+                return build_job(spark, job, db, s.community_id, topics, out / "d", out / "t", end=s.end)
+            finally:
+                if profile is not None:
+                    profile.disable()
+
+        def build() -> float:
+            t = time.perf_counter()
+            r = bench_owner.submit(run, "bench build").result(4 * 3600)
+            assert r.messages == n
+            return time.perf_counter() - t
+        seconds, split = local_cpu_split(build)
+        cpu.setdefault("local", []).append(split)
+        return seconds
 
     def on_cluster(stage_dir: Path | None):
         def run(out: Path) -> float:
@@ -237,6 +291,10 @@ def test_cluster_build_against_local_and_single_process(n, two_workers, bench_ow
         return run
 
     info: dict = {}
+    cpu: dict[str, list] = {}
+    profile = cProfile.Profile() if PROFILE else None   # the local builds' driver side, all rounds together
+    if TASKS_PER_CORE:
+        monkeypatch.setattr(spark_encode, "TASKS_PER_CORE", TASKS_PER_CORE)
     builds = {REF: reference, "local": local, "cluster": on_cluster(None),
               "cluster-stage": on_cluster(stage)}
     best: dict[str, float] = {}
@@ -262,4 +320,16 @@ def test_cluster_build_against_local_and_single_process(n, two_workers, bench_ow
     figure("spark-build, local mode (local[*], warm session)", best["local"], n, t_ref)
     figure("spark-build, 2-worker standalone cluster (warm session)", best["cluster"], n, t_ref)
     figure("spark-build, 2-worker cluster, --stage-dir", best["cluster-stage"], n, t_ref)
+    ref_cpu = min(cpu[REF])
+    for split in cpu["local"]:   # CPU, not wall time: on this shared machine it varies less with the load
+        total = sum(split.values())
+        print(f"BENCH cluster local-mode CPU: " + ", ".join(f"{k} {v:.2f} s" for k, v in split.items())
+              + f" = {total:.2f} s  | {REF} process CPU {ref_cpu:.2f} s  (x{total / ref_cpu:.2f})")
+    if TASKS_PER_CORE:
+        print(f"BENCH cluster local mode ran with {TASKS_PER_CORE} fused tasks per core")
+    if profile is not None:
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(10)
+        print(f"BENCH cluster driver-side profile of the local builds ({REPEAT} rounds), top 10 by own time:\n"
+              + out.getvalue())
     print(f"BENCH cluster load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -12,8 +12,8 @@ import pytest
 
 from core.archive import codec
 from core.archive.partition import chunk_messages, partitions
-from core.pipeline.source import STAGE_UNSEEN, STORE_UNSEEN, StageArchivesReader, WakuArchivesReader, WindowPartition, \
-    stage_window_file
+from core.pipeline.source import STAGE_UNSEEN, STORE_UNSEEN, StageArchivesReader, WindowPartition, stage_window_file, \
+    store_archive_rows
 from core.pipeline.stage import Stage, StageUnseen, stage_windows, unseen_message
 from core.pipeline.session import JobFailed
 from core.storage import waku_messages
@@ -66,7 +66,8 @@ def test_staged_windows_encode_to_the_reference_bytes(tmp_path):
             # the same rows as the fused plan reading SQLite directly
             spool = tmp_path / "spool"
             spool.mkdir()
-            fused = _read(WakuArchivesReader({**opts, "path": str(db), "spool": str(spool)}), windows)
+            fused = list(store_archive_rows(str(db), TOPICS, [(n, *w) for n, w in enumerate(windows)], CAP,
+                                            spool_dir=str(spool)))
             assert [Path(r[7]).read_bytes() for r in fused] == ref
             assert [r[:5] for r in fused] == [r[:5] for r in got]
         assert not stage.path.exists() and (tmp_path / "stage").is_dir()
@@ -87,7 +88,7 @@ def test_an_executor_that_cannot_see_the_stage_answers_with_its_host(tmp_path):
     assert "\n" not in line and unseen_message("ValueError: boom") is None
     # Without a stage, an executor that cannot open the store says so the same way (fused plan).
     store = tmp_path / "elsewhere" / "store.sqlite"
-    rows = _read(WakuArchivesReader({**opts, "path": str(store)}), [(T0, T0 + WEEK)])
+    rows = list(store_archive_rows(str(store), TOPICS[:1], [(0, T0, T0 + WEEK)], CAP))
     assert [r[6] for r in rows] == [f"{STORE_UNSEEN}\t{socket.gethostname()}\t{store}"]
     assert unseen_message(rows[0][6]) == (
         f"the Spark executor on host {socket.gethostname()} cannot open the message store {store}: give "

@@ -2,6 +2,7 @@
 demo builds, downloads and imports.  `python -m gui.measure cold|stall|spark|fork|all` prints them."""
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import subprocess
@@ -199,18 +200,26 @@ def demo_stall(root: Path, timeout: float = 180.0, messages: int = 3000, weeks: 
     return DemoStall(idle, busy, secs, total, msgs, start=start, work=work, cpu=cpu)
 
 
+@contextlib.contextmanager
+def bare_window(prefix: str):
+    """(app, window): a main window with no node and settings in a temporary folder, shown and painted."""
+    from PySide6.QtCore import QSettings
+    from gui.app import make_app
+    from gui.main_window import MainWindow
+    app = make_app()
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        w = MainWindow(settings=QSettings(os.path.join(tmp, "window.ini"), QSettings.Format.IniFormat))
+        w.show()
+        app.processEvents()
+        yield app, w
+
+
 def _idle_child() -> None:
     """`python -c` entry of idle_window_process: an idle main window whose GUI thread is metered until stdin
     closes; then its figures as one JSON line."""
     import json
-    from PySide6.QtCore import QSettings, QSocketNotifier
-    from gui.app import make_app
-    from gui.main_window import MainWindow
-    app = make_app()
-    with tempfile.TemporaryDirectory(prefix="archivist-idle-") as tmp:
-        w = MainWindow(settings=QSettings(os.path.join(tmp, "i.ini"), QSettings.Format.IniFormat))
-        w.show()
-        app.processEvents()
+    from PySide6.QtCore import QSocketNotifier
+    with bare_window("archivist-idle-") as (app, w):
         meter = StallMeter()
         meter.start()
         print("READY", flush=True)
@@ -338,14 +347,7 @@ def main(argv: list[str]) -> int:
         print(fig.line("GUI stall during the Spark warm-up"))
         print(idle.line("reference: an idle window in another process, at the same time"))
     if what in ("fork",):
-        from gui.app import make_app
-        from gui.main_window import MainWindow
-        from PySide6.QtCore import QSettings
-        app = make_app()
-        with tempfile.TemporaryDirectory(prefix="archivist-fork-") as tmp:
-            w = MainWindow(settings=QSettings(os.path.join(tmp, "f.ini"), QSettings.Format.IniFormat))
-            w.show()
-            app.processEvents()
+        with bare_window("archivist-fork-") as (_app, w):
             waits = fork_gil_wait()
             w.close()
         print("another thread's worst wait while the window process starts a child (1.5 GB resident): "

@@ -1,8 +1,9 @@
 """Per-module mutation score of the last `mutmut run` (the mutants/*.py.meta files), for `make mutation`.
 
 Killed (a test failed) and timeout (a mutant that hangs is caught too) count as killed; survived, "no tests" and
-suspicious count against the score; mutants not checked (an interrupted run) are listed apart. Exits 1 when a
-module is under --min percent (docs/QUALITY.md: 85)."""
+suspicious count against the score; mutants not checked (an interrupted run, or one restricted to some modules with
+`mutmut run "core.archive.codec*"`) are listed apart, and a module none of whose mutants was checked shows "-".
+Exits 1 when a module is under --min percent (docs/QUALITY.md: 85) or was not run at all."""
 from __future__ import annotations
 
 import argparse
@@ -36,23 +37,29 @@ def main(argv=None) -> int:
     if not rows:
         print(f"no mutmut results under {a.dir}/ (run `mutmut run` first)")
         return 1
-    low = []
+    low, unrun = [], []
     print(f"{'module':40} {'killed':>7} {'survived':>9} {'no tests':>9} {'other':>6} {'unrun':>6} {'score':>7}")
     for name, c in rows:
         decided = c["killed"] + c["survived"] + c["no tests"] + c["other"]
-        score = 100.0 * c["killed"] / decided if decided else 0.0
-        if score < a.min:
-            low.append(name)
+        if not decided:
+            unrun.append(name)
+            shown = "-"
+        else:
+            score = 100.0 * c["killed"] / decided
+            if score < a.min:
+                low.append(name)
+            shown = f"{score:.1f}%"
         print(f"{name:40} {c['killed']:7} {c['survived']:9} {c['no tests']:9} {c['other']:6} {c['not checked']:6} "
-              f"{score:6.1f}%")
+              f"{shown:>7}")
     total = sum((c for _, c in rows), Counter())
     decided = total["killed"] + total["survived"] + total["no tests"] + total["other"]
     print(f"{'all':40} {total['killed']:7} {total['survived']:9} {total['no tests']:9} {total['other']:6} "
           f"{total['not checked']:6} {100.0 * total['killed'] / max(decided, 1):6.1f}%")
+    if unrun:
+        print(f"not run: {', '.join(unrun)}")
     if low:
         print(f"under {a.min:.0f}%: {', '.join(low)} (`mutmut browse` or `mutmut show NAME` shows the survivors)")
-        return 1
-    return 0
+    return 1 if low or unrun else 0
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from core.pb import communities_archive_pb2 as archive_pb
 from core.pb import status_protocol_message_pb2 as proto_pb
 from core.status.errors import EncryptionError, KeyMissing, TamperedContent
 from core.status.identity import community_id_bytes, write_private_file
+from core.varint import write_varint as _varint
 
 NO_INSTALLATION_ID = "none"          # status-go's map key for group (hash-ratchet) messages
 MAX_SEQ_NO = 100_000                 # status-go's maxHashRatchetSeqNoDelta: refuse to hash further
@@ -249,15 +250,6 @@ def wrap(plaintext: bytes, key: GroupKey, seq_no: int, *, installation_id: str =
     header = proto_pb.HRHeader(deprecated_key_id=key.deprecated_key_id, seq_no=seq_no, group_id=key.group_id,
                                key_id=key.key_id).SerializeToString(deterministic=True)
     return _protocol_message_bytes(installation_id, header, (ct, tag, nonce))
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def _protocol_message_bytes(installation_id: str, header: bytes, payload: tuple[bytes, ...]) -> bytes:

@@ -6,7 +6,8 @@ that has them (pytest's controller and xdist workers, `archivist ...` children, 
 workers). Each process writes what it ran, as slipcover JSON, into the folder when it exits (normally or through
 os._exit); scripts/coverage_report.py merges them. slipcover instruments the bytecode and removes each probe once
 it has fired, so it costs about a quarter of the CPU time where coverage.py's tracer (Python 3.11 has no
-sys.monitoring) doubled it. A process killed with SIGKILL writes nothing, as with coverage.py."""
+sys.monitoring) doubled it. A process killed with SIGKILL writes nothing, as with coverage.py; code that Spark
+pickles by value is not counted where it is unpickled (_pickle_probes)."""
 import atexit
 import json
 import os
@@ -52,7 +53,21 @@ def _start() -> None:
     atexit.register(write)
     os._exit = _exit
     os.register_at_fork(after_in_child=after_fork)
+    _pickle_probes(sci)
 
+
+def _pickle_probes(sci) -> None:
+    """slipcover puts its probes (PyCapsules) into the code objects it instruments, and Spark pickles nested
+    functions by value (cloudpickle), code and all: "cannot pickle 'PyCapsule' object". A probe is pickled as
+    slipcover's own call that makes a fresh one, for a fresh Slipcover, in the unpickling process (any process
+    with slipcover installed: an executor that cannot see this file too); that probe names no measured file, so
+    what the pickled code runs there is not counted."""
+    import copyreg
+    import datetime
+    import slipcover as sc
+    from slipcover import probe
+    copyreg.pickle(type(datetime.datetime_CAPI), lambda _capsule: (probe.new, (sci, "<unpickled>", 0, 50)))
+    copyreg.pickle(sc.Slipcover, lambda _sci: (sc.Slipcover, ()))
 
 if os.environ.get("ARCHIVIST_COVERAGE_DIR"):
     _start()

@@ -9,7 +9,8 @@ under a flood that wait and those frames are a large share of a request's cost o
 `open_stream` sends the header and the protocol in one write (the pipelined, "lazy" form go-libp2p and
 js-libp2p use; a server reads them in order either way) and then reads the two answers. A server that does not
 serve the protocol answers "na": that is a StreamFailure caused by a MultiselectClientError, as upstream raises
-(core/waku/errors.py maps it to "unsupported").
+(core/waku/errors.py maps it to "unsupported"). A stream reset or closed while negotiating is a StreamFailure
+without it ("unreachable": the connection went away, e.g. the peer stopped), where upstream said "unsupported".
 """
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ async def open_stream(host, peer_id, protocol: str, *, timeout_s: float = NEGOTI
                     got = await read_length_prefixed(stream, _MAX_LINE)
                     if got != want:
                         raise MultiselectClientError(f"{protocol} refused: the peer answered {got[:64]!r}")
-            except (StreamError, DecodeError) as e:   # reset or closed while negotiating: as upstream reports it
+            except StreamError as e:   # reset or closed while negotiating: the connection is gone, not the protocol
+                raise StreamFailure(f"Failed to create stream to peer {peer_id}: {e or type(e).__name__}") from e
+            except DecodeError as e:   # an answer that is not multistream-select
                 raise MultiselectClientError(f"{protocol}: {e or type(e).__name__}") from e
     except BaseException as e:
         with trio.CancelScope(shield=True), trio.move_on_after(2), contextlib.suppress(Exception):

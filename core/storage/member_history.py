@@ -81,21 +81,26 @@ class MemberHistory:
 
     def messages(self, cid: str, start: int | None = None, end: int | None = None, chat_id: str | None = None,
                  limit: int = 1000, offset: int = 0) -> list[dict]:
-        sql = ("SELECT hash, chat_id, topic, timestamp, clock, sender, text, message_type, archive_id "
-               "FROM history_messages WHERE community_id = ?")
+        """A page of the history in time order; `author_pending` marks rows whose author the import's second pass
+        has not filled in yet (core.history_import.finish_authors)."""
         args: list = [cid]
-        for cond, val in (("timestamp >= ?", start), ("timestamp < ?", end), ("chat_id = ?", chat_id)):
+        where = ""
+        for cond, val in (("m.timestamp >= ?", start), ("m.timestamp < ?", end), ("m.chat_id = ?", chat_id)):
             if val is not None:
-                sql += " AND " + cond
+                where += " AND " + cond
                 args.append(val)
-        sql += " ORDER BY timestamp, hash LIMIT ? OFFSET ?"
         args += [limit, offset]
         with self._lock:
+            pending = H.has_pending_table(self._con)
+            sql = ("SELECT m.hash, m.chat_id, m.topic, m.timestamp, m.clock, m.sender, m.text, m.message_type, "
+                   "m.archive_id, " + ("p.rid IS NOT NULL" if pending else "0") + " FROM history_messages m"
+                   + (" LEFT JOIN history_authors_pending p ON p.rid = m.rowid AND p.hash = m.hash" if pending else "")
+                   + " WHERE m.community_id = ?" + where + " ORDER BY m.timestamp, m.hash LIMIT ? OFFSET ?")
             rows = self._con.execute(sql, args).fetchall()
         return [{"id": _hex(h), "chat_id": chat or "", "topic": _hex(topic), "timestamp": ts, "clock": clock or 0,
                  "author": _hex(sender), "text": text or "", "app_type": mtype if mtype is not None else -1,
-                 "source": "archive" if aid else "live", "archive_id": aid or ""}
-                for h, chat, topic, ts, clock, sender, text, mtype, aid in rows]
+                 "source": "archive" if aid else "live", "archive_id": aid or "", "author_pending": bool(waiting)}
+                for h, chat, topic, ts, clock, sender, text, mtype, aid, waiting in rows]
 
     def count(self, cid: str) -> int:
         with self._lock:

@@ -20,6 +20,9 @@ PAGE = 500
 SEARCH_DELAY_MS = 250          # typing pauses this long before a search runs
 
 
+AUTHOR_PENDING = "(author pending)"     # the import's second pass has not recovered the signer yet
+
+
 def _time(r) -> str:
     v = r[1].get("timestamp")
     if isinstance(v, (int, float)):
@@ -261,7 +264,8 @@ class HistoryView(QWidget):
             Column("Channel", lambda r: d(r).get("chat_id") or "",
                    lambda r: channel_label(d(r).get("chat_id") or "", self.community_id, self.names),
                    lambda r: d(r).get("chat_id") or None),
-            Column("Author", lambda r: author_name(d(r).get("author") or ""),
+            Column("Author", lambda r: AUTHOR_PENDING if d(r).get("author_pending") else
+                   author_name(d(r).get("author") or ""),
                    tooltip=lambda r: d(r).get("author") or None),
             Column("Message", lambda r: _text(d(r)), tooltip=lambda r: d(r).get("text") or None),
             Column("Source", lambda r: d(r).get("source") or "", tooltip=lambda r: d(r).get("archive_id") or None),

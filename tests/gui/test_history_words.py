@@ -228,3 +228,17 @@ def test_the_window_history_tab_uses_the_engines_history_database(qtbot, window,
         "Time (UTC)": "2023-11-14 22:34", "Channel": f"#{UNNAMED[:8]}…", "Author": KEYS[KEY_A],
         "Message": "find the needle", "Source": "", "Message ID": _cells(hv, 1)["Message ID"]}
     hv.shutdown()
+
+
+def test_a_row_whose_author_is_still_being_recovered_says_so(qtbot, view, history_db):
+    """The import writes rows first and fills the authors in after (core.history_import.finish_authors); meanwhile
+    MemberHistory.messages marks those rows and the Author column says so instead of showing nothing."""
+    _open(qtbot, view, history_db[0])
+    n = view.model.rowCount()
+    view.show_page(CID, n, [{"id": "0x" + "ab" * 32, "chat_id": CID + NAMED, "timestamp": 1_700_000_000,
+                             "author": "", "author_pending": True, "text": "still waiting", "app_type": 1,
+                             "source": "archive", "archive_id": "0x01"}])
+    qtbot.waitUntil(lambda: view.model.rowCount() == n + 1, timeout=10_000)
+    row = next(r for r in range(view.proxy.rowCount()) if _cells(view, r)["Message"] == "still waiting")
+    assert _cells(view, row)["Author"] == "(author pending)"
+    assert _cells(view, 0)["Author"] == KEYS[KEY_B]              # finished rows keep their three-word name

@@ -88,8 +88,10 @@ def test_rows_written_first_and_finished_later_are_the_reference_rows(tmp_path, 
     h = MemberHistory(tmp_path / "h.sqlite")
     h.import_window(CID, T, T + 1000, rows, ["0xa"], pending)
     assert h.pending_author_count(CID) == len(pending) == 150
-    shown = {r["id"]: r["author"] for r in h.messages(CID, limit=10 ** 6)}
+    page = h.messages(CID, limit=10 ** 6)
+    shown = {r["id"]: r["author"] for r in page}
     first_pending = "0x" + pending[0].hex()
+    assert {r["id"] for r in page if r["author_pending"]} == {"0x" + p.hex() for p in pending}   # what History says
     assert h.authors_pending(CID, [first_pending, "0x" + rows[0][1].hex()]) == {first_pending}
     assert shown[first_pending] in ("", "0x" + b"envelope-sig".hex())          # no author yet
     pool = RowPool(workers=workers)
@@ -105,6 +107,7 @@ def test_rows_written_first_and_finished_later_are_the_reference_rows(tmp_path, 
     assert H.messages(con, CID) == sorted((history_row(CID, m, "0xa") for m in ms), key=lambda r: (r[2], r[1]))
     con.close()
     assert h.pending_author_count(CID) == 0 and h.authors_pending(CID, [first_pending]) == set()
+    assert not any(r["author_pending"] for r in h.messages(CID, limit=10 ** 6))
     assert finish_authors(h, CID) == 0                       # nothing left: a second run does nothing
     h.close()
 

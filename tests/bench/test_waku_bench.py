@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -207,12 +208,56 @@ def _stored(db) -> int:
         return c.execute("SELECT count(*) FROM waku_store").fetchone()[0]
 
 
+SETTLE_S = 0.005        # a commit is visible this long after its last log write, at most (SQLite's WAL index)
+
+
+class WalWrites:
+    """inotify (libc through ctypes) on the folder of a SQLite file: wait() returns once its write-ahead log was
+    written or created (each commit of the node's store), or at the timeout. Our own read-only queries write only
+    the -shm index, which is not waited on."""
+
+    IN_MODIFY, IN_CREATE = 0x2, 0x100
+
+    def __init__(self, db: Path):
+        import ctypes
+        self.name = (db.name + "-wal").encode()
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self.fd >= 0 and self.libc.inotify_add_watch(self.fd, str(db.parent).encode(),
+                                                            self.IN_MODIFY | self.IN_CREATE) >= 0
+
+    def wait(self, timeout: float) -> bool:
+        import select
+        import struct
+        end = time.monotonic() + timeout
+        while (left := end - time.monotonic()) > 0 and select.select([self.fd], [], [], left)[0]:
+            data = os.read(self.fd, 65536)
+            while data:                         # struct inotify_event: wd, mask, cookie, len, then the name
+                _, _, _, size = struct.unpack_from("iIII", data)
+                if data[16:16 + size].rstrip(b"\0") == self.name:
+                    return True
+                data = data[16 + size:]
+        return False
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
 def _wait_stored(db, n: int, timeout: float) -> float:
+    """The moment `n` messages are in the node's SQLite file: counted again after each write of its log. A write
+    is seen as its frames land, a moment before the commit is visible to readers, so after one the count is
+    taken again at the next write or SETTLE_S later, whichever comes first; with no write, nothing is polled."""
     deadline = time.monotonic() + timeout
-    while _stored(db) < n:
-        assert time.monotonic() < deadline, f"only {_stored(db)} of {n} messages stored"
-        time.sleep(0.005)
-    return time.monotonic()
+    writes = WalWrites(Path(db))             # watching before the first count: no commit goes unseen
+    try:
+        landing = False
+        while _stored(db) < n:
+            left = deadline - time.monotonic()
+            assert left > 0, f"only {_stored(db)} of {n} messages stored"
+            landing = writes.wait(min(left, SETTLE_S) if landing else left)
+        return time.monotonic()
+    finally:
+        writes.close()
 
 
 def _lightpush_flood(addr: str, server_id: str, n: int) -> int:

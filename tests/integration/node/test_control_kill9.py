@@ -98,9 +98,11 @@ def _run_child(root: Path, now: float, cfg: dict, delay: float | None, after: st
         if not chunk:
             break                              # it finished before the aimed-at phase: a kill after the end
         out += chunk
-    if delay is not None and proc.poll() is None:
-        time.sleep(delay)                      # the random kill point (not a synchronisation)
-        proc.kill()
+    if delay is not None:
+        try:                                   # the random kill point: `delay` s on, unless the child ended first
+            proc.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            proc.kill()
     rest, err = proc.communicate(timeout=120)
     if delay is None:
         assert proc.returncode == 0, err.decode()[-2000:]

@@ -1,3 +1,5 @@
+import os
+import select
 import shutil
 import socket
 import subprocess
@@ -17,16 +19,18 @@ def free_port() -> int:
 
 
 def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 15) -> None:
-    """Poll until the client accepts connections (it has no other readiness signal)."""
+    """Wait for aria2c's own notice that it has bound `port` ("IPv4 BitTorrent: listening on TCP port N"),
+    reading its output as it comes (select on the pipe; the lines read stay out of the later communicate())."""
+    want = f"listening on TCP port {port}".encode()
+    fd, seen = proc.stdout.fileno(), b""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the client exited early"
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on {port}")
+    while want not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError(f"aria2c did not say it listens on {port}: {seen.decode()[-1000:]}")
+        chunk = os.read(fd, 4096)
+        assert chunk, f"the client exited early: {seen.decode()[-1000:]}"
+        seen += chunk
 
 
 class Aria2:
@@ -38,7 +42,7 @@ class Aria2:
     def __call__(self, *args, port: int) -> subprocess.Popen:
         cmd = ["aria2c", f"--listen-port={port}", "--enable-dht=false", "--enable-dht6=false",
                "--bt-enable-lpd=false", "--enable-peer-exchange=false", "--summary-interval=0",
-               "--console-log-level=warn", "--disable-ipv6=true", "--file-allocation=none", *args]
+               "--console-log-level=notice", "--disable-ipv6=true", "--file-allocation=none", *args]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.procs.append(p)
         return p

@@ -51,22 +51,6 @@ class MemberHistory:
         with self._lock:
             return H.fill_authors(self._con, cid, opened)
 
-    def authors_pending(self, cid: str, ids: Iterable[str]) -> set[str]:
-        """Of the messages `ids` ("0x" + hash hex, as messages() gives them), those whose author is still being
-        recovered (a view shows "author pending" for them instead of an empty author)."""
-        hashes = [bytes.fromhex(i[2:]) for i in ids]
-        with self._lock:
-            found = set()
-            if not H.has_pending_table(self._con):
-                return found
-            for k in range(0, len(hashes), 500):
-                part = hashes[k:k + 500]
-                found.update(h for (h,) in self._con.execute(
-                    "SELECT m.hash FROM history_messages m JOIN history_authors_pending p ON p.rid = m.rowid "
-                    f"AND p.hash = m.hash WHERE m.community_id = ? AND m.hash IN ({', '.join('?' * len(part))})",
-                    (cid, *part)))
-        return {_hex(h) for h in found}
-
     def imported_archive_ids(self, cid: str) -> set[str]:
         with self._lock:
             return H.imported_archive_ids(self._con, cid)

@@ -6,7 +6,7 @@ process (core/node/offload.py), so that an import does not hold the window's GIL
 """
 from __future__ import annotations
 
-import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Mapping
@@ -34,7 +34,8 @@ def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = No
     default) a window's rows are written without their authors, which `hydrate.finish_authors(cid, progress)`
     fills in afterwards (core.history_import.finish_authors; the member node and `archivist import` call it after
     the windows, and at start for what a crash left); the rows end the same as without."""
-    ahead: dict[tuple, _Ahead] = {}
+    ahead: dict[tuple, Future] = {}
+    reader: list[ThreadPoolExecutor] = []       # made on the first read ahead
 
     def read(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]):
         w = window_import(chosen)
@@ -45,7 +46,9 @@ def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = No
     def prepare(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]) -> None:
         """Start reading the window that comes next, in a thread, while this one is written (SQLite lets
         go of the GIL while it writes): hydrate() of that window then takes its rows, or its error."""
-        ahead[(cid, str(folder), tuple(sorted(chosen)))] = _Ahead(read, cid, folder, dict(chosen))
+        if not reader:
+            reader.append(ThreadPoolExecutor(1, thread_name_prefix="import-read-ahead"))
+        ahead[(cid, str(folder), tuple(sorted(chosen)))] = reader[0].submit(read, cid, folder, dict(chosen))
         while len(ahead) > 2:               # one being written, one read ahead: no more (a skipped window's)
             ahead.pop(next(iter(ahead)))
 
@@ -58,28 +61,6 @@ def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = No
     hydrate.finish_authors = partial(finish_authors, history)
     hydrate.prepare = prepare
     return hydrate
-
-
-class _Ahead:
-    """fn(*args) in a thread of its own; result() waits for it and returns its value or raises its error."""
-
-    def __init__(self, fn, *args):
-        self._out: tuple = (None, None)
-        self._thread = threading.Thread(target=self._run, args=(fn, args), name="import-read-ahead", daemon=True)
-        self._thread.start()
-
-    def _run(self, fn, args) -> None:
-        try:
-            self._out = (fn(*args), None)
-        except BaseException as e:  # noqa: BLE001 - handed to result(), where the window is imported
-            self._out = (None, e)
-
-    def result(self):
-        self._thread.join()
-        value, err = self._out
-        if err is not None:
-            raise err
-        return value
 
 
 _HISTORIES: dict[str, MemberHistory] = {}      # in a worker process: one connection per history file, kept

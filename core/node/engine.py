@@ -35,7 +35,10 @@ class Engine:
             from core.node.offload import Offloader
             offload = Offloader.shared()
             offload.warm()                    # a worker starts now, in the background, not when the first job waits
-        self.offloader = offload or None
+        self.offloader = offload or None      # the (shared) Offloader itself
+        self._stop = threading.Event()
+        from core.node.offload import StoppingWith
+        self._offload = StoppingWith(self.offloader, self._stop) if self.offloader else None  # cancelled by stop()
         self.clock = clock or SystemClock()
         self.bus = E.EventBus()
         self.state = ArchiveStateDB(self.paths.state_db)
@@ -56,7 +59,6 @@ class Engine:
         self.nodes: dict[str, ControlNode | MemberNode] = {}
         self._queues: dict[str, ThreadPoolExecutor] = {}
         self._unsubs: list[Callable[[], None]] = []
-        self._stop = threading.Event()
         self._timer: threading.Thread | None = None
         self._lock = threading.RLock()        # guards `nodes`/`_queues` against readers on other threads (the GUI)
         self._ticked: set[str] = set()         # communities whose start is queued: the timer ticks these
@@ -68,7 +70,7 @@ class Engine:
         if cfg.role == "control":
             node: ControlNode | MemberNode = ControlNode(
                 cfg, self.paths, self.state, self.bus, self.clock, seeder=self.torrents, announcer=self._announce,
-                store_query=self._store_query, group_keys=self.group_keys, grace=self.grace, offload=self.offloader,
+                store_query=self._store_query, group_keys=self.group_keys, grace=self.grace, offload=self._offload,
                 **({"retention": self.retention} if self.retention is not None else {}),
                 **({"builder": self.builder} if self.builder is not None else {}))
         else:
@@ -110,7 +112,7 @@ class Engine:
                 getattr(h, "unwrap", False) not in (None, self.unwrap):
             return h
         from core.node.hydrate import offloaded_hydrator
-        return offloaded_hydrator(self.offloader, h, None if h.unwrap is None else self.paths.group_keys)
+        return offloaded_hydrator(self._offload, h, None if h.unwrap is None else self.paths.group_keys)
 
     def _start_node(self, node) -> None:
         node.start()  # first resume what an earlier run left pending, then look for newer links
@@ -177,6 +179,9 @@ class Engine:
             try:
                 return fn(*args)
             except Exception as e:  # surface on the bus as well as in the future
+                if self._stop.is_set() and getattr(e, "code", None) == "cancelled":
+                    log.info("stopped a running job of %s: %s", cid, e)   # Quit, not a failure; resumed next start
+                    raise
                 log.exception("job failed for %s", cid)
                 self.bus.publish(E.ERROR, cid, code=type(e).__name__, message=str(e))
                 raise

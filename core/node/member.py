@@ -14,6 +14,7 @@ from core.archive.errors import ArchiveError
 from core.node import events as E
 from core.node.community import CommunityConfig, NodePaths
 from core.node.links import LinkDecision, LinkGate
+from core.node.offload import JobCancelled
 from core.status.errors import KeyMissing
 from core.storage.archive_state import ArchiveStateDB
 from core.storage.history import HistoryWriteError
@@ -232,6 +233,8 @@ class MemberNode:
                 self._wait(f"{len(group)} archive(s) parked: decryption key missing ({err}); "
                            "retried when a key arrives")
                 continue
+            except JobCancelled:       # the engine is stopping: this window stays "not imported", redone next start
+                raise
             except ArchiveError as err:
                 for aid in group:
                     self.parked[aid] = f"{err.code}: {err}"

@@ -308,3 +308,34 @@ class Offloader:
         if spawner is not None:
             self._spawns.put(None)
             spawner.join(5)
+
+
+class _EitherSet:
+    """is_set() of any of the events given (None ones skipped): what Offloader.run polls as its `cancel`."""
+
+    def __init__(self, *events: "threading.Event | None"):
+        self.events = [e for e in events if e is not None]
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+
+class StoppingWith:
+    """An engine's view of the (shared) Offloader: every job it runs is cancelled once `stopped` is set.
+
+    Why: the engine's stop waits for the job that its community queue is running. A build, a window's import or
+    the authors pass (minutes at 1M messages) would keep Quit waiting that long, and the window's process alive
+    after its window closed. Killing the worker is what a crash at that point does, which each job survives by
+    design (see the module's docstring): the next start finishes it."""
+
+    def __init__(self, offloader: Offloader, stopped: threading.Event):
+        self.offloader, self.stopped = offloader, stopped
+
+    def run(self, fn: Callable[..., Any], *args: Any, progress: Callable[..., None] | None = None,
+            cancel: threading.Event | None = None, **kwargs: Any) -> Any:
+        if self.stopped.is_set():
+            raise JobCancelled(f"{getattr(fn, '__name__', 'job')} not started: the engine is stopping")
+        return self.offloader.run(fn, *args, progress=progress, cancel=_EitherSet(cancel, self.stopped), **kwargs)
+
+    def __getattr__(self, name: str) -> Any:    # done, pids, started, warm, release ...: the Offloader's own
+        return getattr(self.offloader, name)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 
 from core.node.config import NodeSettings
@@ -20,6 +21,8 @@ class RunningNode:
     waku: object | None
     history: MemberHistory
     extra: dict = field(default_factory=dict)
+    _stopping: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _stopped: bool = field(default=False, repr=False, compare=False)
 
     def start_communities(self) -> None:
         for c in self.settings.communities:
@@ -27,11 +30,21 @@ class RunningNode:
         self.engine.start()
 
     def stop(self) -> None:
-        self.engine.stop()
-        if self.waku is not None:
-            self.waku.stop()
-        self.torrents.close()
-        self.history.close()
+        """Stop once, from any thread: Quit stops the node on a thread of its own and may stop waiting for it
+        (gui.main_window.STOP_SECONDS); a later caller then waits here for that stop to end instead of racing it."""
+        with self._stopping:
+            if self._stopped:
+                return
+            self._stopped = True
+            failed = None
+            for step in (self.engine.stop, getattr(self.waku, "stop", None), self.torrents.close, self.history.close):
+                try:
+                    step() if step is not None else None
+                except Exception as e:   # the next parts still stop: a failing engine must not leave sockets open
+                    log.exception("stopping the node failed in %s", getattr(step, "__qualname__", step))
+                    failed = failed or e
+            if failed is not None:
+                raise failed
 
 
 def _waku_backend(s: NodeSettings):

@@ -108,6 +108,8 @@ class TorrentService:
         self._remotes: set[tuple[str, int]] = set()   # peers we connected out to (TCP_NODELAY, nodelay.py)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._closing = threading.Lock()       # close() from two threads (Quit, then a caller): one does the work
+        self._queueing = threading.Lock()      # a command is queued before the stop flag is set, or refused
         self._cmds: "queue.SimpleQueue[tuple[Callable, Future]]" = queue.SimpleQueue()
         self._subs: list[Callable[[ev.TorrentEvent], None]] = []
         self.owners: dict[str, Owner] = {}
@@ -140,32 +142,45 @@ class TorrentService:
         return self._ses.listen_port()
 
     def close(self, timeout: float = 10.0) -> None:
-        """Save resume data of unfinished downloads, stop the thread, drop the session, remove the marker."""
-        if self._thread is None:
-            return
-        try:
-            self.call(self._save_all_resume).result(timeout)
-        except Exception as e:  # a failing save must not keep the session alive
-            log.warning("saving resume data at shutdown failed: %s", e)
-        self._stop.set()
-        self._wake()
-        self._thread.join(timeout)
-        self._thread = None
-        self._ses.set_alert_fd(-1)    # under libtorrent's alert lock: no write to the pipe after this returns
-        # peers closed first: the session's shutdown then ends at once instead of on its next 100 ms abort tick
-        self._ses.pause()
-        self._ses = None
-        for fd in (self._wake_r, self._wake_w):
-            os.close(fd)
-        self._wake_r = self._wake_w = -1
-        if self._marker:
-            self._marker.release()
+        """Save resume data of unfinished downloads, stop the thread, drop the session, remove the marker.
+
+        Safe from any thread and more than once: a second caller waits for the first one's close and returns.
+        An alert thread that does not answer within `timeout` (an owner stuck in a callback) does not keep the
+        session alive: the save is given up with a warning and the session is closed anyway."""
+        with self._closing:
+            if self._thread is None:
+                return
+            try:
+                self.call(self._save_all_resume).result(timeout)
+            except Exception as e:  # a failing save must not keep the session alive
+                log.warning("saving resume data at shutdown failed: %s", str(e) or type(e).__name__)
+            with self._queueing:
+                self._stop.set()
+            self._wake()
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("the torrent alert thread did not stop within %.0f s; closing the session anyway",
+                            timeout)
+            self._thread = None
+            self._ses.set_alert_fd(-1)  # under libtorrent's alert lock: no write to the pipe after this returns
+            # peers closed first: the session's shutdown then ends at once instead of on its next 100 ms abort tick
+            self._ses.pause()
+            self._ses = None
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
+            self._wake_r = self._wake_w = -1
+            if self._marker:
+                self._marker.release()
 
     # -- threading ---------------------------------------------------------------------------------------------
     def call(self, fn: Callable, *args) -> Future:
         """Run `fn(*args)` on the alert thread."""
         fut: Future = Future()
-        self._cmds.put((lambda: fn(*args), fut))
+        with self._queueing:
+            if self._stop.is_set():      # the thread drains its queue one last time after the flag: never hang
+                fut.set_exception(RuntimeError("torrent service stopped"))
+                return fut
+            self._cmds.put((lambda: fn(*args), fut))
         self._wake()
         return fut
 

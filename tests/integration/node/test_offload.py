@@ -302,3 +302,27 @@ def test_engines_share_one_worker_pool_and_offload_the_member_import(tmp_path):
         control.stop()
         history.close()
     assert shared._closed                                        # the last engine's stop closed it
+
+
+def test_engine_stop_cancels_the_job_its_worker_is_running(tmp_path):
+    """Quit during a build, an import or the authors pass (minutes at 1M messages): the engine's stop kills the
+    worker of the job that its community queue runs instead of waiting for it, says nothing of it as a failure,
+    and the job is what a crash at that point leaves (the next start finishes it)."""
+    from core.node import events as E
+    from core.node.community import CommunityConfig
+    from core.node.engine import Engine
+    from tests.support.chunked import COMMUNITY
+    engine = Engine(tmp_path / "m", offload=True)
+    errors = []
+    engine.bus.subscribe(lambda ev: errors.append(ev) if ev.name == E.ERROR else None)
+    engine.add_community(CommunityConfig(community_id=COMMUNITY, role="member")).result(30)
+    pids, running = [], threading.Event()
+    job = engine.submit(COMMUNITY, lambda: engine._offload.run(
+        pid_then_block, progress=lambda pid: (pids.append(pid), running.set())))
+    assert running.wait(60)
+    engine.stop()                       # before the fix: waited for the job, which never ends
+    with pytest.raises(JobCancelled, match="cancelled"):
+        job.result(0)
+    assert _wait_exit(pids[0], 10) and errors == []
+    with pytest.raises(JobCancelled, match="engine is stopping"):
+        engine._offload.run(count_job, 1)   # nothing new starts once stopping

@@ -225,3 +225,25 @@ def test_demo_quit_ends_the_process(home, tmp_path):
     assert p.returncode == 0, err[-2000:]
     assert "attached" in out and "exec returned 0" in out
     assert not [d for d in tmp_path.iterdir() if d.name.startswith("archivist-demo-")]   # its folder removed
+
+
+def test_ctrl_q_during_a_long_worker_job_still_stops_the_node_within_2_s(qtbot, app, home, tmp_path):
+    """Quit while the node's worker process runs a job that would take minutes (the authors pass of a 1M-message
+    import, a build): the engine kills that worker (what a crash there leaves, which each job survives) instead of
+    waiting for it, so the node still stops within STOP_SECONDS and the process does not linger after its window."""
+    from gui.app import open_start_window
+    from tests.integration.node.test_offload import _wait_exit, pid_then_block
+    data = tmp_path / "member-data"
+    config = save(first_run_settings(role="member", community_id=ID_A, data_dir=data, loopback=True),
+                  data / "archivist.toml")
+    main = open_start_window(_settings(home), config=config)
+    qtbot.waitExposed(main)
+    qtbot.waitUntil(lambda: main.running_node is not None and main.communities.model.rowCount() == 1, timeout=30_000)
+    engine = main.running_node.engine
+    pids, running = [], threading.Event()
+    job = engine.submit(ID_A, lambda: engine._offload.run(pid_then_block,
+                                                          progress=lambda pid: (pids.append(pid), running.set())))
+    qtbot.waitUntil(running.is_set, timeout=60_000)
+    qtbot.keyClick(main, Qt.Key.Key_Q, CTRL)
+    qtbot.waitUntil(lambda: not main.node_stopper.is_alive(), timeout=int(STOP_SECONDS * 1000))
+    assert job.exception(0).code == "cancelled" and _wait_exit(pids[0], 10)

@@ -38,7 +38,9 @@ def _demo_folder(workdir: Path, log=print) -> Path:
 def make_app(argv: list[str] | None = None):
     """The QApplication with Archivist's name (QSettings keys), icon and style."""
     from PySide6.QtWidgets import QApplication
+    from gui import import_hook
     from gui.resources import icon, style_sheet
+    import_hook.install()      # PySide6 would read the source of every module imported from now on
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
     app.setApplicationName("Archivist")
     app.setOrganizationName("Archivist")

@@ -3,6 +3,7 @@ and support staff in with real widgets and clicks. The nodes are real (libtorren
 "only this computer" choice, the embedded Waku node on 127.0.0.1 port 0); everything started is closed again."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -72,7 +73,15 @@ def start(qtbot, home):
 
     def leftover():
         return [t.name for t in _threads() - before if t.is_alive() and not any(n in t.name for n in LINGERING)]
-    qtbot.waitUntil(lambda: not leftover(), timeout=10_000)
+    try:
+        qtbot.waitUntil(lambda: not leftover(), timeout=10_000)
+    except Exception:
+        import sys as _sys
+        import traceback as _tb
+        frames = _sys._current_frames()
+        stacks = {t.name: "".join(_tb.format_stack(frames[t.ident])[-6:]) for t in _threads() - before
+                  if t.is_alive() and t.ident in frames and t.name in leftover()}
+        raise AssertionError(f"threads left running: {stacks}") from None
     assert set(_children()) - children_before == set()     # a session-wide Spark JVM may predate the test
 
 
@@ -261,3 +270,65 @@ def test_owner_imports_a_key_and_existing_channels(qtbot, start, tmp_path):
     assert [p.channels.item(i).text() for i in range(p.channels.count())] == [uuid]
     assert p.error.isVisible() and "never overwrites" in p.error.text() and w.main_window is None
     assert (data / "archivist.toml").read_text() == "# someone else's\n"
+
+
+def test_owner_creates_a_community_and_sees_its_first_archive(qtbot, start, tmp_path, monkeypatch):
+    """The owner's whole first run: welcome screen, a new key and a channel, the node starts; members' chat of the
+    last hours reaches the owner's own Waku node over relay (signed and encrypted as Status sends it); the owner
+    presses Archive now and sees the archive: the build line, the timeline, the magnet link to share.
+
+    The node builds with the single-process build (`[spark] build = false`), not the default Spark build: this
+    test's process may hold the pipeline tests' session-wide SparkSession, which the window would share and close
+    when it closes. The window's Spark build is tests/gui/test_spark_failure_reason.py's, in a process of its own."""
+    import time as _time
+    from core.node import config
+    from core.status.identity import CommunityIdentity
+    from core.status.traffic import Channel, TrafficGenerator
+    made = config.first_run_settings
+    monkeypatch.setattr(config, "first_run_settings",
+                        lambda **kw: dataclasses.replace(made(**kw), spark_build=False))
+    w = start()
+    qtbot.mouseClick(w.create_btn, LEFT)
+    p = w.owner
+    qtbot.keyClicks(p.name, "Night Owls")
+    qtbot.mouseClick(p.generate_btn, LEFT)
+    qtbot.keyClicks(p.channel, "general")
+    qtbot.mouseClick(p.add_btn, LEFT)
+    data = tmp_path / "owner-data"
+    _type(qtbot, p.place.folder, str(data))
+    _tick(qtbot, p.place.loopback)
+    qtbot.mouseClick(p.primary_btn, LEFT)
+    main = w.main_window
+    qtbot.waitExposed(main)
+    qtbot.waitUntil(lambda: main.running_node is not None and main.communities.model.rowCount() == 1,
+                    timeout=60_000)
+    qtbot.waitUntil(lambda: main.control.isVisible() and main.control.archive_btn.isEnabled(), timeout=30_000)
+    assert main.control.magnet.text() == "(none yet: no archive built)" and not main.control.copy_btn.isEnabled()
+
+    assert load(data / "archivist.toml").spark_build is False
+    (cc,) = load(data / "archivist.toml").communities
+    gen = TrafficGenerator(seed=5, authors=4, community=CommunityIdentity.load(cc.key_file))
+    gen.channels = [Channel("general", cc.channel_chat_ids[0])]
+    now = int(_time.time())
+    sent = list(gen.messages(40, start=now - 6 * 3600, span=3 * 3600))    # older than the 1 h grace period
+    transport = main.running_node.engine.transport
+    for m in sent:
+        transport.publish(m.content_topic, m.envelope, m.timestamp_ns)
+    stored = main.running_node.engine.paths.root / "messages.sqlite"
+
+    def count() -> int:
+        import sqlite3
+        con = sqlite3.connect(stored)
+        try:
+            return con.execute("SELECT COUNT(*) FROM waku_messages").fetchone()[0]
+        finally:
+            con.close()
+    qtbot.waitUntil(lambda: count() == len(sent), timeout=30_000)
+
+    qtbot.mouseClick(main.control.archive_btn, LEFT)
+    qtbot.waitUntil(lambda: main.control.build_status.text().startswith("Built"), timeout=120_000)
+    assert main.control.build_status.text() == "Built 1 new archive"
+    qtbot.waitUntil(lambda: main.control.magnet.text().startswith("magnet:?xt=urn:btih:"), timeout=10_000)
+    assert main.control.copy_btn.isEnabled() and len(main.control.chart.shown) == 1
+    (c,) = main.communities.model.rows()
+    assert len(c.archives) == 1 and c.magnet == main.control.magnet.text()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple, Sequence, Union
+from typing import Callable, Iterable, Iterator, NamedTuple, Sequence, Union
 
 import numpy as np
 
@@ -320,16 +320,22 @@ def _batch(con: sqlite3.Connection, topics: Sequence[bytes], rows: list[tuple], 
               if m.chunk_size <= cap]
         return Batch(np.array([m.chunk_size for m in ms], np.int64),
                      Encoded([codec.frame_message(m) for m in ms], 1, np.zeros(len(ms), np.int64)))
+    cols, ls, lp = within_cap(cols, cap)
+    return Batch(ls + lp, encode_messages(cols, ls, lp))
+
+
+def within_cap(cols: Columns, cap: int) -> tuple[Columns, np.ndarray, np.ndarray]:
+    """The messages of `cols` whose len(sig) + len(payload) is within `cap` (status-go leaves the others out),
+    with those two lengths."""
     n = len(cols)
     ls, lp = _lengths(cols.sig, n), _lengths(cols.payload, n)
-    sizes = ls + lp
-    keep = sizes <= cap
+    keep = ls + lp <= cap
     if not bool(keep.all()):
         idx = np.flatnonzero(keep)
         cols = Columns(cols.timestamp[idx], *(_take(col, idx) for col in (
             cols.sig, cols.topic, cols.payload, cols.padding, cols.hash, cols.third_party_id)))
-        sizes, ls, lp = sizes[idx], ls[idx], lp[idx]
-    return Batch(sizes, encode_messages(cols, ls, lp))
+        ls, lp = ls[idx], lp[idx]
+    return cols, ls, lp
 
 
 def window_batches(con: sqlite3.Connection, topics: Sequence[bytes], lo: int, hi: int,
@@ -339,25 +345,32 @@ def window_batches(con: sqlite3.Connection, topics: Sequence[bytes], lo: int, hi
     timestamps and can be put in (timestamp, hash) order on its own."""
     if not topics:
         return
-    cur = waku_messages.scan_rows(con, topics, lo, hi)
-    size, rows = BATCH_ROWS, []
+    size = [BATCH_ROWS]
+    for rows in whole_timestamps(waku_messages.scan_rows(con, topics, lo, hi), lambda: size[0]):
+        batch = _batch(con, topics, rows, cap)
+        yield batch
+        per_row = max(1, (int(batch.sizes.sum()) + 128 * len(rows)) // len(rows))
+        size[0] = int(min(BATCH_ROWS_MAX, max(BATCH_ROWS_MIN, BATCH_BYTES // per_row)))
+
+
+def whole_timestamps(cur: sqlite3.Cursor, size: Callable[[], int]) -> Iterator[list[tuple]]:
+    """Rows in timestamp order (column 1) in batches of `size()` rows or so, each batch holding whole timestamps:
+    the rows of a batch's last timestamp wait for the next batch (all of them, if that is the batch)."""
+    rows: list = []
     while True:
-        more = cur.fetchmany(size)
+        more = cur.fetchmany(size())
         rows = rows + more if rows else more
         if not rows:
             return
         carry: list = []
-        if more:   # keep the last timestamp's rows for the next batch (all of them, if that is the batch)
+        if more:
             last, k = rows[-1][1], len(rows) - 1
             while k > 0 and rows[k - 1][1] == last:
                 k -= 1
             if k == 0:
                 continue
             rows, carry = rows[:k], rows[k:]
-        batch = _batch(con, topics, rows, cap)
-        yield batch
-        per_row = max(1, (int(batch.sizes.sum()) + 128 * len(rows)) // len(rows))
-        size = int(min(BATCH_ROWS_MAX, max(BATCH_ROWS_MIN, BATCH_BYTES // per_row)))
+        yield rows
         rows = carry
 
 
@@ -404,9 +417,16 @@ def encode_window(con: sqlite3.Connection, topics: Sequence[bytes], lo: int, hi:
                   cap: int = MAX_ARCHIVE_PAYLOAD) -> Iterator[tuple[bytes, int]]:
     """(unpadded archive bytes, message count) per non-empty chunk of [lo, hi): codec.encode_archive of each
     chunk_messages chunk of query_messages, byte for byte."""
+    return encode_batches(window_batches(con, topics, lo, hi, cap), lo, hi, topics, cap)
+
+
+def encode_batches(batches: Iterable[Batch], lo: int, hi: int, topics: Sequence[bytes],
+                   cap: int = MAX_ARCHIVE_PAYLOAD) -> Iterator[tuple[bytes, int]]:
+    """encode_window over batches of one window's messages in archive order, each message within `cap` (also
+    those of a Spark stage folder: core/pipeline/stage.py)."""
     header = codec.archive_header(lo, hi, topics)
     chunker = Chunker(cap)
-    for batch in window_batches(con, topics, lo, hi, cap):
+    for batch in batches:
         for parts, count in chunker.feed(batch):
             yield _archive(header, parts), count
     if chunker.count:

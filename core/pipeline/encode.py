@@ -53,6 +53,58 @@ def encode_store_window(window: int, con, lo: int, hi: int, topics: Sequence[byt
     return encoded_rows(window, lo, hi, columnar.encode_window(con, tuple(topics), lo, hi, cap), transform, spool_dir)
 
 
+def encode_staged_window(window: int, lo: int, hi: int, topics: Sequence[bytes], path: str, cap: int,
+                         transform: ArchiveTransform | None, spool_dir: str | None = None) -> Iterator[tuple]:
+    """encode_chunks of a window the driver staged (core/pipeline/stage.py: one Parquet file, archive order, the
+    cap applied), with the reference build's bulk encoder: each Arrow batch becomes columns without a Python
+    object per message (fixed-width columns are views of the Arrow buffers)."""
+    from core.archive import columnar
+
+    def batches():
+        import pyarrow.parquet as pq
+        f = pq.ParquetFile(path)
+        try:
+            for b in f.iter_batches(batch_size=columnar.BATCH_ROWS):
+                if b.num_rows:
+                    cols, ls, lp = columnar.within_cap(staged_columns(b), cap)
+                    yield columnar.Batch(ls + lp, columnar.encode_messages(cols, ls, lp))
+        finally:
+            f.close()
+    return encoded_rows(window, lo, hi, columnar.encode_batches(batches(), lo, hi, topics, cap), transform,
+                        spool_dir)
+
+
+def staged_columns(b):
+    """An Arrow batch of the stage's columns (source.STAGE_SCHEMA, by name) as core.archive.columnar.Columns."""
+    import numpy as np
+    import pyarrow as pa
+    from core.archive.columnar import Columns
+    n = b.num_rows
+
+    def blobs(arr):
+        """n x width uint8 view of a binary column whose values all have one width (no copy), else its bytes."""
+        if arr.null_count == 0 and n:
+            wide = arr.type in (pa.large_binary(), pa.large_string())
+            buffers = arr.buffers()
+            size = 8 if wide else 4
+            offsets = np.frombuffer(buffers[1], np.int64 if wide else np.int32, n + 1, arr.offset * size)
+            width = int(offsets[1] - offsets[0])
+            if width and bool(np.all(np.diff(offsets) == width)):
+                start = int(offsets[0])
+                return np.frombuffer(buffers[2], np.uint8, n * width, start).reshape(n, width)
+            if int(offsets[-1]) == int(offsets[0]):   # all empty
+                return [b""] * n
+        return [v or b"" for v in arr.cast(pa.binary()).to_pylist()]
+
+    def bytes_list(arr):
+        col = blobs(arr)
+        return col.view(f"V{col.shape[1]}").ravel().tolist() if isinstance(col, np.ndarray) else col
+    c = b.column
+    ts = c("timestamp").to_numpy(zero_copy_only=False).astype(np.uint64)
+    return Columns(ts, blobs(c("sig")), blobs(c("topic")), bytes_list(c("payload")), bytes_list(c("padding")),
+                   blobs(c("hash")), bytes_list(c("third_party_id")))
+
+
 def encoded_rows(window: int, lo: int, hi: int, encoded: Iterable[tuple[bytes, int]],
                  transform: ArchiveTransform | None, spool_dir: str | None = None) -> Iterator[tuple]:
     """(unpadded archive, message count) per chunk -> ENCODED_SCHEMA tuples. With `spool_dir` the bytes go to a

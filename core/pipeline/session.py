@@ -282,16 +282,13 @@ class SparkOwner:
         """Cluster mode: while the job runs, fail it once the application has had no executor for
         `executor_timeout` s (every worker dead or none started; Spark itself would wait forever at 0 %)."""
         sc = spark.sparkContext
-        since = time.monotonic()
+        watch = ExecutorWatch(self.settings.executor_timeout)
         while not stop.wait(interval):
             try:
                 executors = executor_count(sc)
             except Exception:  # noqa: BLE001 - the context is stopping; the job ends on its own
                 return
-            if executors > 0:
-                since = time.monotonic()
-                continue
-            if time.monotonic() - since >= self.settings.executor_timeout:
+            if watch.observe(executors):
                 if job.failure is None:
                     job.failure = JobFailed(no_worker_message(self.settings.master))
                 try:   # again every interval: a Spark job the code submits after this one is cancelled too
@@ -363,6 +360,24 @@ def _warm_up(spark, job) -> int:
     """Start the JVM, then run one real (tiny) build read+encode so Python workers have imported everything."""
     from core.pipeline.spark_encode import warm_up_build
     return warm_up_build(spark)
+
+
+class ExecutorWatch:
+    """The watchdog's rule, apart from Spark: `observe(executors)` after each look at the application's executors
+    says whether to give up, which it does once `timeout` s of `clock` have passed since the watch began or since
+    the last look that saw an executor (an executor that comes back in time resets it). Never before."""
+
+    def __init__(self, timeout: float, clock: Callable[[], float] = time.monotonic):
+        self.timeout = timeout
+        self.clock = clock
+        self.since = clock()
+
+    def observe(self, executors: int) -> bool:
+        now = self.clock()
+        if executors > 0:
+            self.since = now
+            return False
+        return now - self.since >= self.timeout
 
 
 def executor_count(sc) -> int:

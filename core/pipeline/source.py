@@ -24,11 +24,12 @@ import json
 import sqlite3
 from typing import Iterator, Sequence
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from core.archive.constants import MAX_ARCHIVE_PAYLOAD
-from core.pipeline.encode import ENCODED_SCHEMA, encode_chunks, encode_store_window, encoded_batch, hold
+from core.pipeline.encode import ENCODED_SCHEMA, encode_staged_window, encode_store_window, encoded_batch, hold
 
 SOURCE_NAME = "archivist_waku_messages"
 SCHEMA = ("window INT, timestamp BIGINT, hash BINARY, sig BINARY, topic BINARY, payload BINARY, padding BINARY, "
@@ -131,6 +132,11 @@ def store_archive_rows(path: str, topics: Sequence[bytes], windows: Sequence[tup
 
 STAGE_SOURCE_NAME = "archivist_stage_archives"
 STAGE_COLUMNS = ("timestamp", "hash", "sig", "topic", "payload", "padding", "third_party_id")
+STAGE_SCHEMA = pa.schema([("timestamp", pa.int64()), ("hash", pa.binary()), ("sig", pa.binary()),
+                          ("topic", pa.binary()), ("payload", pa.binary()), ("padding", pa.binary()),
+                          ("third_party_id", pa.string())])
+
+
 def stage_window_file(stage: str, window: int) -> str:
     """Where the driver stages window `window` and the executor reads it (core/pipeline/stage.py)."""
     import os
@@ -177,24 +183,10 @@ class StageArchivesReader(WakuMessagesReader):
             yield unseen_row(pa, partition, STAGE_UNSEEN, self.stage)
             return
         transform = self._transform()
-        msgs = read_stage_window(stage_window_file(self.stage, partition.window))
-        for row in encode_chunks(partition.window, partition.lo, partition.hi, self.topic_bytes, msgs, self.cap,
-                                 transform, os.path.join(self.stage, "out")):
+        for row in encode_staged_window(partition.window, partition.lo, partition.hi, self.topic_bytes,
+                                        stage_window_file(self.stage, partition.window), self.cap, transform,
+                                        os.path.join(self.stage, "out")):
             yield encoded_batch(pa, row)
-
-
-def read_stage_window(path: str) -> Iterator:
-    """One staged window's messages in the order the driver wrote them (one file, read by one task)."""
-    import pyarrow.parquet as pq
-    from core.archive.codec import ArchiveMessage
-    f = pq.ParquetFile(path)
-    try:
-        for b in f.iter_batches(batch_size=BATCH_ROWS, columns=list(STAGE_COLUMNS)):
-            c = b.to_pydict()
-            yield from map(ArchiveMessage, c["sig"], c["timestamp"], c["topic"], c["payload"], c["padding"],
-                           c["hash"], c["third_party_id"])
-    finally:
-        f.close()
 
 
 def window_messages(con: sqlite3.Connection, topics: Sequence[str], lo: int, hi: int, cap: int, *,

@@ -1,12 +1,13 @@
 """The stage folder (`--stage-dir`): on a cluster, executors read only what the driver staged, never the SQLite store.
 
-The driver reads each 7-day window with the build's one query (core.pipeline.source.window_messages: the
-reference order and cap rule) and writes it, in that order, as one Parquet file
-`<stage-dir>/<app>/in/window=<n>/part.parquet`; executors (source.StageArchivesSource) read one window each,
-chunk and encode as the fused plan does and write each archive to `<stage-dir>/<app>/out/`; the driver appends
-them (core.pipeline.build). `<app>` is the Spark application ID plus a random suffix, created 0700 (its
-sub-folders too), every file 0600; it is removed after the job, whatever its end. An executor that cannot see the
-stage answers with a row naming its host, and the job fails with one line (`StageUnseen`).
+The driver reads each 7-day window as the reference build does (core.archive.columnar: the store's rows a batch at a
+time, into columns in archive order, the cap rule applied) and writes it, in that order, as one Parquet file
+`<stage-dir>/<app>/in/window=<n>/part.parquet`; executors (source.StageArchivesSource) read one window each, chunk
+and encode it with the reference's bulk encoder (encode.encode_staged_window: columns straight from the Arrow
+buffers) and write each archive to `<stage-dir>/<app>/out/`; the driver appends them (core.pipeline.build). `<app>`
+is the Spark application ID plus a random suffix, created 0700 (its sub-folders too), every file 0600; it is removed
+after the job, whatever its end. An executor that cannot see the stage answers with a row naming its host, and the
+job fails with one line (`StageUnseen`).
 
 The stage is a path of the local file system (a shared mount such as NFS, at the same path on every machine and
 owned by the same user); Hadoop URLs (hdfs://, s3a://) are not handled.
@@ -22,8 +23,8 @@ from typing import Sequence
 
 from core.archive.diskio import disk_error
 from core.pipeline.session import JobFailed
-from core.pipeline.source import BATCH_BYTES, BATCH_ROWS, DATA_UNSEEN, STAGE_COLUMNS, STAGE_UNSEEN, STORE_UNSEEN, \
-    stage_window_file, window_messages
+from core.pipeline.source import BATCH_BYTES, DATA_UNSEEN, STAGE_COLUMNS, STAGE_SCHEMA, STAGE_UNSEEN, STORE_UNSEEN, \
+    stage_window_file
 
 
 class StageUnseen(JobFailed):
@@ -98,15 +99,13 @@ def _private_file(path: str):
 
 def stage_windows(con: sqlite3.Connection, topics: Sequence[bytes], windows: Sequence[tuple[int, int]], cap: int,
                   stage: Stage, check_cancelled=None) -> int:
-    """Write every window's messages (one query per window, archive order) as Parquet under `stage.inp`, one file
-    per window, empty windows included (so a missing file is an error, not an empty week). Returns the rows."""
+    """Write every window's messages (archive order, those over `cap` left out) as Parquet under `stage.inp`, one
+    file per window, empty windows included (so a missing file is an error, not an empty week). Returns the rows.
+    In bulk, as the reference build reads: rows a batch at a time (`window_columns`), columns handed to Arrow as
+    they are (fixed-width hashes, topics and sigs as one buffer each), no Python object per message."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    schema = pa.schema([("timestamp", pa.int64()), ("hash", pa.binary()), ("sig", pa.binary()),
-                        ("topic", pa.binary()), ("payload", pa.binary()), ("padding", pa.binary()),
-                        ("third_party_id", pa.string())])
-    assert tuple(schema.names) == STAGE_COLUMNS
-    texts = ["0x" + t.hex() for t in topics]
+    assert tuple(STAGE_SCHEMA.names) == STAGE_COLUMNS
     rows = 0
     for n, (lo, hi) in enumerate(windows):
         if check_cancelled is not None:
@@ -114,24 +113,59 @@ def stage_windows(con: sqlite3.Connection, topics: Sequence[bytes], windows: Seq
         path = stage_window_file(str(stage.path), n)
         try:
             _mkdir_private(Path(path).parent)
-            with _private_file(path) as f, pq.ParquetWriter(f, schema) as w:
-                cols: list[list] = [[] for _ in STAGE_COLUMNS]
-                size = 0
-                for m in window_messages(con, texts, lo, hi, cap):
-                    for col, v in zip(cols, (m.timestamp, m.hash, m.sig, m.topic, m.payload, m.padding,
-                                             m.third_party_id)):
-                        col.append(v)
-                    size += len(m.payload) + len(m.sig)
-                    if len(cols[0]) >= BATCH_ROWS or size >= BATCH_BYTES:
-                        rows += len(cols[0])
-                        w.write_batch(pa.record_batch(cols, schema=schema))
-                        cols, size = [[] for _ in STAGE_COLUMNS], 0
-                rows += len(cols[0])
-                w.write_batch(pa.record_batch(cols, schema=schema))
+            # uncompressed: payloads do not compress, and snappy cost ~35 ms per window of ~11 MB to read back
+            with _private_file(path) as f, pq.ParquetWriter(f, STAGE_SCHEMA, compression="none") as w:
+                pending, size = [], 0
+                for cols in window_columns(con, topics, lo, hi, cap):
+                    batch = columns_to_arrow(cols)
+                    pending.append(batch)
+                    rows += batch.num_rows
+                    size += batch.nbytes
+                    if size >= BATCH_BYTES:   # row groups of ~16 MB
+                        w.write_table(pa.Table.from_batches(pending, STAGE_SCHEMA))
+                        pending, size = [], 0
+                w.write_table(pa.Table.from_batches(pending, STAGE_SCHEMA))   # an empty window: no rows
         except OSError as e:
             raise disk_error(e, getattr(e, "filename", None) or path, "staging the messages in",
                              "nothing was written") from None
     return rows
+
+
+def window_columns(con: sqlite3.Connection, topics: Sequence[bytes], lo: int, hi: int, cap: int):
+    """One window's messages in archive order as core.archive.columnar.Columns, batches of whole timestamps,
+    those over `cap` left out: the reading of the build's bulk encoder (columnar.window_batches), without the
+    encoding. Rows the bulk reading does not take are read again as messages, as there."""
+    from core.archive import columnar
+    from core.storage import waku_messages
+    if not topics:
+        return
+    cur = waku_messages.scan_rows(con, topics, lo, hi)
+    for rows in columnar.whole_timestamps(cur, lambda: columnar.BATCH_ROWS):
+        cols = columnar.rows_to_columns(rows, topics)
+        if cols is None:
+            cols = columnar.Columns.from_messages(
+                list(waku_messages.query_messages_through(con, topics, rows[0][1], rows[-1][1])))
+        cols = columnar.within_cap(cols, cap)[0]
+        if len(cols):
+            yield cols
+
+
+def columns_to_arrow(cols):
+    """Columns -> one Arrow batch of STAGE_SCHEMA (a fixed-width column becomes a binary array over its buffer)."""
+    import numpy as np
+    import pyarrow as pa
+    n = len(cols)
+
+    def blobs(col):
+        if isinstance(col, np.ndarray):
+            width = col.shape[1]
+            offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
+            return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets),
+                                                           pa.py_buffer(np.ascontiguousarray(col))])
+        return pa.array(col, pa.binary())
+    return pa.record_batch([pa.array(cols.timestamp.astype(np.int64)), blobs(cols.hash), blobs(cols.sig),
+                            blobs(cols.topic), blobs(cols.payload), blobs(cols.padding),
+                            blobs(cols.third_party_id).cast(pa.string())], schema=STAGE_SCHEMA)
 
 
 COPY_BYTES = 1 << 20

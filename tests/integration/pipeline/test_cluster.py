@@ -1,12 +1,13 @@
 """Cluster mode: a standalone master + worker on 127.0.0.1 from the installed pyspark runs the build job; a master
-without a worker makes `spark-build` fail within a bounded time instead of hanging at 0 %."""
+without a worker makes `spark-build` fail with the watchdog's one line instead of hanging at 0 % (a hang would run
+into the subprocess's timeout and fail the test; the watchdog's timing rule is tested on a clock the test moves,
+tests/unit/pipeline/test_executor_watch.py)."""
 from __future__ import annotations
 
 import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -76,12 +77,10 @@ def test_build_on_standalone_cluster_equals_reference(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("ARCHIVIST_SLOW") != "1", reason="starts two JVMs (~30-60 s); ARCHIVIST_SLOW=1")
-def test_build_without_any_worker_fails_in_bounded_time(tmp_path):
+def test_build_without_any_worker_fails_with_one_line(tmp_path):
     r = synthesize(tmp_path / "db.sqlite", messages=200, weeks=1, seed=7)
     with StandaloneCluster(tmp_path / "cluster", worker=False) as cluster:
-        t0 = time.monotonic()
-        out = _spark_build(tmp_path, r, cluster.master_url, "--worker-timeout", "5")
-        elapsed = time.monotonic() - t0
+        out = _spark_build(tmp_path, r, cluster.master_url, "--worker-timeout", "2")
     assert out.returncode == 1, out.stderr[-3000:]
     line = (f"archivist spark-build: no Spark worker is available at {cluster.master_url}: "
             "start a worker or use --master local[*]")
@@ -89,5 +88,5 @@ def test_build_without_any_worker_fails_in_bounded_time(tmp_path):
     assert "Traceback" not in out.stderr and out.stdout == ""
     assert not (tmp_path / "spark-t").exists() or not list((tmp_path / "spark-t").iterdir())
     assert not list((tmp_path / "spark").glob("*/index")) if (tmp_path / "spark").exists() else True
-    assert elapsed < 120, elapsed
-    print(f"failed after {elapsed:.1f} s")
+    log = (tmp_path / "cluster" / "master.log").read_text()   # it waited as an application, with no executor
+    assert log.count("Registered app archivist with ID") == 1 and "Launching executor" not in log, log[-3000:]

@@ -1,8 +1,9 @@
 """The shipped code is what runs on the cluster: the worker cannot see the project checkout at all.
 
 The worker (and its executors) runs in its own mount namespace (`unshare -m`) where the checkout is covered by an
-empty tmpfs. Its Python environment stays usable from another path: the venv (inside the checkout here) is
-bind-mounted elsewhere first, and the worker's `spark-class`, `SPARK_HOME` and `python3` are taken from there.
+empty tmpfs (the `hidden_worker` fixture of conftest.py, shared with test_stage_cluster.py). Its Python environment
+stays usable from another path: the venv (inside the checkout here) is bind-mounted elsewhere first, and the
+worker's `spark-class`, `SPARK_HOME` and `python3` are taken from there.
 A driver started from the checkout then runs a probe job and a build: the executors see an empty checkout folder,
 have nothing from it on `sys.path`, import `core` from the shipped zip, and the build's bytes equal the
 single-process build. Needs root (mount namespaces); skipped with the reason otherwise.
@@ -13,27 +14,16 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from core.archive.build import build_archives
-from core.pipeline.cluster import StandaloneCluster
 from core.synth import synthesize
 
+from .cli_runner import ROOT
 from .helpers import folder_bytes
-from .test_stage_cluster import mount_namespace_unavailable
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
-ROOT = Path(__file__).resolve().parents[3]
-VENV = Path(sys.prefix)
-# $0 checkout, $1 venv, $2 where the venv stays visible; then the worker's command (spark-class and its arguments).
-HIDE_CHECKOUT = r'''root="$0"; venv="$1"; alias="$2"; shift 2
-mount --bind "$venv" "$alias" && mount -t tmpfs -o size=1m,mode=755 archivist-hidden "$root" || exit 1
-case "$SPARK_HOME" in "$venv"/*) export SPARK_HOME="$alias${SPARK_HOME#"$venv"}";; esac
-cmd="$1"; shift
-case "$cmd" in "$venv"/*) cmd="$alias${cmd#"$venv"}";; esac
-exec "$cmd" "$@"'''
 
 DRIVER = r"""
 import json, sys
@@ -55,28 +45,18 @@ print(json.dumps({"probe": probe, "ids": res.new_archive_ids, "infohash": res.in
 """
 
 
-def test_executors_run_the_shipped_zip_without_the_checkout(tmp_path):
-    reason = mount_namespace_unavailable(tmp_path)
-    if reason:
-        pytest.skip(reason)
-    if tmp_path.resolve().is_relative_to(ROOT):
-        pytest.skip("the test's temporary folder is inside the checkout it hides")
-    alias = tmp_path / "venv"            # the venv, visible to the worker after the checkout is hidden
-    alias.mkdir()
-    python = alias / "bin" / "python3" if VENV.resolve().is_relative_to(ROOT) else Path(sys.executable)
-    db = tmp_path / "store.sqlite"
-    r = synthesize(db, messages=2000, weeks=3, seed=21)
+def test_executors_run_the_shipped_zip_without_the_checkout(hidden_worker, tmp_path):
+    db = tmp_path / "store.sqlite"       # outside the hidden folders: the executors open it (no stage)
+    r = synthesize(db, messages=600, weeks=3, seed=21)
     ref = build_archives(db, r.community_id, [bytes.fromhex(t[2:]) for t in r.topics], tmp_path / "ref",
                          tmp_path / "ref-t", end=r.end)
-    prefix = ("unshare", "-m", "--propagation", "private", "sh", "-c", HIDE_CHECKOUT, str(ROOT), str(VENV),
-              str(alias))
-    with StandaloneCluster(tmp_path / "cluster", cores=2, memory="1g", python=str(python),
-                           worker_prefix=prefix) as cluster:
-        assert os.listdir(f"/proc/{cluster.worker.proc.pid}/root{ROOT}") == []   # the worker's view
-        out = subprocess.run([sys.executable, "-c", DRIVER, cluster.master_url, str(ROOT), str(db), r.community_id,
-                              ",".join(r.topics), str(tmp_path / "spark"), str(tmp_path / "spark-t"), str(r.end)],
-                             capture_output=True, text=True, timeout=900, cwd=tmp_path,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    cluster = hidden_worker.wait()
+    python = hidden_worker.python
+    assert os.listdir(f"/proc/{cluster.worker.proc.pid}/root{ROOT}") == []   # the worker's view
+    out = subprocess.run([sys.executable, "-c", DRIVER, cluster.master_url, str(ROOT), str(db), r.community_id,
+                          ",".join(r.topics), str(tmp_path / "spark"), str(tmp_path / "spark-t"), str(r.end)],
+                         capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     probe = got["probe"]

@@ -151,3 +151,33 @@ def test_hydrate_reads_the_staged_archives_as_it_reads_data(tmp_path):
     # a stage this executor cannot see
     assert list(decode_entries(entries, data, COMMUNITY, no_unwrap, stage=str(stage.path))) == [
         (a, f"{STAGE_UNSEEN}\t{socket.gethostname()}\t{stage.path}", None) for a, *_ in entries]
+
+
+def test_unusual_rows_stage_and_encode_to_the_reference_bytes(tmp_path):
+    """Rows the bulk reading takes as they are (sigs of several widths, padding, third-party IDs, same-second
+    ties) and rows it reads again as messages (a hash of another width in the batch): the staged windows encode
+    to the bytes of the row-by-row reference (codec.encode_archive of chunk_messages)."""
+    from core.archive.codec import ArchiveMessage
+    ms = [ArchiveMessage(b"\x04" * (65 if i % 3 else 64), T0 + i // 2, TOPICS[i % 2], bytes([i]) * (50 + i),
+                         b"\x00" * (i % 4), bytes([i, 7]) * 16, "tp-é%d" % i if i % 5 == 0 else "")
+          for i in range(40)]
+    ms.append(ArchiveMessage(SIG_65, T0 + WEEK + 9, TOPICS[0], b"short hash", b"", b"\x09" * 20, ""))
+    ms += [msg(T0 + WEEK + 9 + i, b"after %d" % i) for i in range(6)]
+    db = write_store(tmp_path / "store.sqlite", ms)
+    windows = partitions(T0, T0 + 3 * WEEK)
+    con = waku_messages.connect(db, create=False)
+    try:
+        ref = [codec.encode_archive(lo, hi, TOPICS, chunk) for lo, hi in windows
+               for chunk in chunk_messages(waku_messages.query_messages(con, TOPICS, lo, hi), 600)]
+        with Stage(tmp_path / "stage", "app-odd") as stage:
+            assert stage_windows(con, TOPICS, windows, 600, stage) == len(ms)
+            opts = {"stage": str(stage.path), "topics": ",".join("0x" + t.hex() for t in TOPICS),
+                    "windows": "[]", "cap": "600"}
+            got = _read(StageArchivesReader(opts), windows)
+            assert all(r[6] is None for r in got), [r[6] for r in got if r[6]]
+            assert [Path(r[7]).read_bytes() for r in got] == ref and len(ref) > 3
+    finally:
+        con.close()
+
+
+SIG_65 = b"\x04" + b"\x22" * 64

@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 LOCK    := requirements/lock.txt
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run demo gui test test-fast bench fuzz mutation proto proto-check setup system lock clean screenshots installer
+.PHONY: run demo gui test test-fast test-slow bench fuzz mutation proto proto-check setup system lock clean screenshots installer
 
 run: setup
 	$(BIN)/archivist demo
@@ -23,11 +23,18 @@ test: setup
 	$(BIN)/python proto/generate.py --check
 	rm -rf $(COVDIR) && mkdir $(COVDIR)
 	ARCHIVIST_COVERAGE_HOOK=$(CURDIR)/scripts/coverage_hook.py ARCHIVIST_COVERAGE_DIR=$(CURDIR)/$(COVDIR) \
-	  $(BIN)/python -m pytest tests -n 2 -p no:slipcover --durations=15; status=$$?; \
+	  $(BIN)/python -m pytest tests -n 2 --dist loadgroup -p no:slipcover --durations=15; status=$$?; \
 	  $(BIN)/python scripts/coverage_report.py $(COVDIR); exit $$status
 
 test-fast: setup
 	$(BIN)/python -m pytest tests/unit -q
+
+# what `make test` skips for its length (marked slow, ARCHIVIST_SLOW=1): the real Spark warm-up and GUI responsiveness
+# on a JVM, the four-JVM cluster runs, the large build equality. The window's tests in a process of their own: they
+# need one without the pipeline tests' session-wide SparkSession.
+test-slow: setup
+	ARCHIVIST_SLOW=1 $(BIN)/python -m pytest tests/gui -m slow -q
+	ARCHIVIST_SLOW=1 $(BIN)/python -m pytest tests -m slow -q --ignore=tests/gui --ignore=tests/bench
 
 bench: setup
 	ARCHIVIST_SLOW=1 $(BIN)/python -m pytest tests/bench -s -q

@@ -57,13 +57,15 @@ def test_real_warm_up_shows_java_then_the_first_job_then_ready(qtbot, window):
         show(stage, fraction, seconds, error)
         seen.append((stage, fraction, st.label.text(), (st.bar.minimum(), st.bar.maximum())))
     st.show_stage = record
+    from pyspark import SparkContext
+    cold = SparkContext._gateway is None      # an earlier test of this process may have left its JVM running
     with qtbot.waitSignal(window.spark_ready, timeout=600_000):
         warm_spark(window, SparkSettings(master="local[1]"))
     stages = [s for s, *_ in seen]
     assert stages[0] == JVM and stages[-1] == READY and FAILED not in stages
     assert stages.index(READY) == len(stages) - 1 and all(s in (JVM, FIRST_JOB, READY) for s in stages)
     jvm = [x for x in seen if x[0] == JVM]
-    assert len(jvm) > 1 and all(bar == (0, 0) for *_, bar in jvm)     # busy bar, the seconds counting up
+    assert (len(jvm) > 1 or not cold) and all(bar == (0, 0) for *_, bar in jvm)   # busy bar, seconds counting up
     job = [f for s, f, *_ in seen if s == FIRST_JOB and f is not None]
     assert job == sorted(job)                                        # the first job's progress never goes back
     assert seen[-1][2].startswith("Spark is ready (") and seen[-1][3] == (0, 1000)

@@ -28,7 +28,8 @@ from core.synth import synthesize
 from .cli_runner import ROOT, CliSession
 from .helpers import folder_bytes, history_tables
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+# one xdist worker runs both files (make test: --dist loadgroup), so that they share one hidden-checkout cluster
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900), pytest.mark.xdist_group("hidden_worker")]
 
 
 def test_executors_read_only_the_stage(hidden_worker, tmp_path):

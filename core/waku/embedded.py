@@ -56,12 +56,13 @@ class EmbeddedWakuBackend:
             self._token = trio.lowlevel.current_trio_token()
             with trio.CancelScope() as scope:
                 self._cancel = scope
-                self.node = WakuNode(self.config, on_message=self._events.put)
+                self.node = WakuNode(self.config)   # on_message set while someone subscribes (_deliver_if_wanted)
+                self._deliver_if_wanted()
                 async with trio.open_nursery() as n:
                     await n.start(self.node.run)
                     self._ready.set()
         try:
-            trio.run(main)
+            _run_profiled(main)
         except BaseException as e:  # noqa: BLE001 - reported to start()
             self._error = e
             log.exception("waku node stopped with an error")
@@ -163,6 +164,7 @@ class EmbeddedWakuBackend:
         sub = Subscription(pubsub_topic, content_topics, callback, self)
         with self._subs_lock:
             self._subs.append(sub)
+            self._deliver_if_wanted()
         self._call(self.node.subscribe_topic, pubsub_topic)
         return sub
 
@@ -170,6 +172,13 @@ class EmbeddedWakuBackend:
         with self._subs_lock:
             if sub in self._subs:
                 self._subs.remove(sub)
+            self._deliver_if_wanted()
+
+    def _deliver_if_wanted(self) -> None:
+        """Relayed messages become events only while there are subscriptions: a node nobody listens to (a plain
+        `archivist wakunode`) does not hash each message for an event and wake the dispatcher thread for it."""
+        if self.node is not None:
+            self.node.on_message = self._events.put if self._subs else None
 
     def publish(self, pubsub_topic: str, message: WakuMessage) -> bytes:
         """Validate and relay; returns the message hash. Blocks while send queues are full (back-pressure)."""
@@ -268,3 +277,23 @@ class EmbeddedWakuBackend:
             if not resp.paging_info.HasField("cursor") or not resp.messages:
                 return
             cursor = resp.paging_info.cursor
+
+
+PROFILE_ENV = "ARCHIVIST_WAKU_PROFILE"   # a file name: the node's trio thread runs under cProfile, stats saved there
+
+
+def _run_profiled(main) -> None:
+    """trio.run(main), under cProfile with the thread's own CPU clock when ARCHIVIST_WAKU_PROFILE names a file
+    (how the node's per-request costs in docs/BENCHMARKS.md were found; read it with pstats)."""
+    import os
+    path = os.environ.get(PROFILE_ENV)
+    if not path:
+        trio.run(main)
+        return
+    import cProfile
+    import time
+    prof = cProfile.Profile(time.thread_time)
+    try:
+        prof.runcall(trio.run, main)
+    finally:
+        prof.dump_stats(path)

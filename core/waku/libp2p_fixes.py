@@ -75,6 +75,8 @@ remove the workaround). No upstream issue was found for any of them in the issue
     request (yamux, NetStream state, TCP stream): those locks are swapped for ones that yield only when held
     (libp2p_locks.py). 21. Each stream opened or closed spawns a nursery and a task per notifee (Swarm._notify),
     all of which ignore stream events: stream events are called inline (libp2p_locks.py).
+22-24, 26. Length prefixes read a byte per call, the server side of multistream-select answering in two frames,
+    a task per relayed message, a walk over every peer per published message: libp2p_fastpath.py.
 Fixes 10-13 are also exercised end to end in tests/integration/waku/test_faults.py and test_connection_limits.py.
 """
 from __future__ import annotations
@@ -107,6 +109,7 @@ from libp2p.security.noise.transport import Transport as NoiseTransport
 
 from core.varint import DecodeError
 from core.waku.libp2p_locks import install_inline_stream_notifications, install_uncontended_locks
+from core.waku.libp2p_fastpath import InlinePushManager, gossip_publish, install_fast_rpc_reads, read_prefixed
 from core.waku.libp2p_sendq import QueueWatch
 from core.waku.libp2p_yamux import install_half_window_updates
 
@@ -183,17 +186,28 @@ class WakuGossipSub(GossipSub):
         self.mcache = IdMessageCache(params["gossip_window"], params["gossip_history"])
         self._clock = clock
         self._identified_at: dict = {}
+        self._recent: dict = {}   # fix 26: peers identified within PENDING_GRACE_S
         self._pending_messages = PendingQueues(self)
 
     def add_peer(self, peer_id, protocol_id) -> None:
         if protocol_id == WAKU_RELAY_PROTOCOL:
             protocol_id = PROTOCOL_ID_V11
         super().add_peer(peer_id, protocol_id)
-        self._identified_at[peer_id] = self._clock()
+        self._identified_at[peer_id] = self._recent[peer_id] = self._clock()
 
     def remove_peer(self, peer_id) -> None:
         super().remove_peer(peer_id)
         self._identified_at.pop(peer_id, None)
+        self._recent.pop(peer_id, None)
+
+    publish = gossip_publish   # fix 26 (libp2p_fastpath.py)
+
+    def recently_identified(self) -> list:
+        """fix 26: peers identified within PENDING_GRACE_S (the only ones fix 14 still queues for)."""
+        for p in [p for p, at in self._recent.items() if self._clock() - at > PENDING_GRACE_S]:
+            del self._recent[p]
+            self._pending_messages.pop(p, None)   # settled: what upstream's walk would have pruned
+        return list(self._recent)
 
     def pending_settled(self, peer_id) -> bool:
         """fix 14: identified long enough ago that a missing subscription means "not subscribed"."""
@@ -251,6 +265,14 @@ class WakuPubsub(Pubsub):
         self.peer_queues = _SizedQueues(max_rpc_size, self.send_watch)
         self._on_message = on_message
 
+    @property
+    def manager(self):
+        """fix 24: the service manager, with relayed messages queued for one worker (libp2p_fastpath.py)."""
+        inline = self.__dict__.get("_inline_manager")
+        if inline is None or inline._manager is not self._manager:
+            inline = self.__dict__["_inline_manager"] = InlinePushManager(self._manager, self)
+        return inline
+
     def notify_subscriptions(self, publish_message: rpc_pb2.Message) -> None:
         for topic in publish_message.topicIDs:
             if topic in self.topic_ids:
@@ -281,28 +303,11 @@ class FrameTooLarge(DecodeError):
 
 
 async def read_length_prefixed(stream, max_size: int) -> bytes:
-    """Read one uvarint-length-prefixed frame; raises DecodeError on a bad prefix or EOF, FrameTooLarge on an
-    oversize prefix."""
-    length = shift = 0
-    for i in range(10):
-        b = await stream.read(1)
-        if not b:
-            raise DecodeError("stream closed before length prefix")
-        length |= (b[0] & 0x7F) << shift
-        if not b[0] & 0x80:
-            break
-        shift += 7
-    else:
-        raise DecodeError("length prefix longer than 10 bytes")
-    if length > max_size:
-        raise FrameTooLarge(length, max_size)
-    buf = bytearray()
-    while len(buf) < length:
-        chunk = await stream.read(length - len(buf))
-        if not chunk:
-            raise DecodeError(f"stream closed after {len(buf)} of {length} bytes")
-        buf += chunk
-    return bytes(buf)
+    """Read one uvarint-length-prefixed frame (fix 22: one read when it has arrived); raises DecodeError on a bad
+    prefix or EOF, FrameTooLarge on an oversize prefix (consumed; the body is not)."""
+    return await read_prefixed(stream, max_size, eof=DecodeError, bad_prefix=DecodeError,
+                               too_large=lambda n: FrameTooLarge(n, max_size))
+
 
 
 async def write_length_prefixed(stream, data: bytes) -> None:
@@ -407,12 +412,15 @@ async def _close_quietly(closer) -> None:
             pass
 
 
-async def close_connections(swarm, timeout_s: float = 2.0) -> None:
-    """fix 17: close every connection's socket, shielded (the node is usually being cancelled) and bounded, so
-    that its peers see it go. The socket, not the muxer: a graceful yamux close waits for the connection's
-    write lock, which a writer stuck on a peer that reads nothing holds forever."""
+async def close_connections(swarm, timeout_s: float = 2.0, peer_id=None) -> None:
+    """fix 17: close every connection's socket (or only `peer_id`'s: a stuck relay peer, libp2p_sendq.py),
+    shielded (the node is usually being cancelled) and bounded, so that its peers see it go. The socket, not the
+    muxer: a graceful yamux close waits for the connection's write lock, which a writer stuck on a peer that
+    reads nothing holds forever."""
     with trio.CancelScope(shield=True), trio.move_on_after(timeout_s):
-        for conns in list(swarm.connections.values()):
+        for pid, conns in list(swarm.connections.items()):
+            if peer_id is not None and pid != peer_id:
+                continue
             for conn in list(conns):
                 try:
                     await conn.muxed_conn.secured_conn.close()
@@ -493,6 +501,7 @@ def install_connection_limits(swarm, gate) -> None:
 
 
 enlarge_send_queues()
+install_fast_rpc_reads()     # fix 22
 install_sender_record_cache()
 install_verified_record_cache()
 install_half_window_updates()

@@ -7,7 +7,10 @@ socket send) before a store or lightpush request can go out. Every request of ou
 under a flood that wait and those frames are a large share of a request's cost on both sides.
 
 `open_stream` sends the header and the protocol in one write (the pipelined, "lazy" form go-libp2p and
-js-libp2p use; a server reads them in order either way) and then reads the two answers. A server that does not
+js-libp2p use; a server reads them in order either way) and then reads the two answers. Our request/response
+clients put the request in that same write too (`first`): one frame (a yamux frame, a Noise message, a socket
+send) per request on each side instead of two. A reset while reading the answers to such a pipelined request is
+raised as is ("closed": the peer took the request and reset the exchange), as when it came after the request. A server that does not
 serve the protocol answers "na": that is a StreamFailure caused by a MultiselectClientError, as upstream raises
 (core/waku/errors.py maps it to "unsupported"). A stream reset or closed while negotiating is a StreamFailure
 without it ("unreachable": the connection went away, e.g. the peer stopped), where upstream said "unsupported".
@@ -18,7 +21,7 @@ import contextlib
 
 import trio
 from libp2p.host.exceptions import StreamFailure
-from libp2p.network.stream.exceptions import StreamError
+from libp2p.network.stream.exceptions import StreamError, StreamReset
 from libp2p.protocol_muxer.exceptions import MultiselectClientError
 
 from core.varint import DecodeError, write_varint
@@ -33,19 +36,23 @@ def _line(text: bytes) -> bytes:
     return write_varint(len(text)) + text
 
 
-async def open_stream(host, peer_id, protocol: str, *, timeout_s: float = NEGOTIATE_TIMEOUT_S):
-    """A new stream to `peer_id` speaking `protocol`, negotiated in one round trip."""
+async def open_stream(host, peer_id, protocol: str, *, timeout_s: float = NEGOTIATE_TIMEOUT_S, first: bytes = b""):
+    """A new stream to `peer_id` speaking `protocol`, negotiated in one round trip. `first`: the request, sent in
+    the same write (a server that refuses the protocol answers "na" and never reads it as a request)."""
     stream = await host.get_network().new_stream(peer_id)
     proposal = protocol.encode() + b"\n"
     try:
         with trio.fail_after(timeout_s):
             try:
-                await stream.write(_line(MULTISTREAM) + _line(proposal))
+                await stream.write(_line(MULTISTREAM) + _line(proposal) + first)
                 for want in (MULTISTREAM, proposal):
                     got = await read_length_prefixed(stream, _MAX_LINE)
                     if got != want:
                         raise MultiselectClientError(f"{protocol} refused: the peer answered {got[:64]!r}")
-            except StreamError as e:   # reset or closed while negotiating: the connection is gone, not the protocol
+            except StreamError as e:
+                if first and isinstance(e, StreamReset):   # our request went out with the proposal: the peer
+                    raise                                   # reset the exchange
+                # reset or closed while negotiating: the connection is gone, not the protocol
                 raise StreamFailure(f"Failed to create stream to peer {peer_id}: {e or type(e).__name__}") from e
             except DecodeError as e:   # an answer that is not multistream-select
                 raise MultiselectClientError(f"{protocol}: {e or type(e).__name__}") from e

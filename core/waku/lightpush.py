@@ -13,10 +13,10 @@ from google.protobuf.message import DecodeError as PbDecodeError
 
 from core.pb import waku_lightpush_pb2 as lpb
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_exchange
-from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
+from core.waku.libp2p_fixes import read_length_prefixed
 from core.waku.libp2p_streams import open_stream
 from core.waku.message import InvalidMessage, WakuMessage, decode_message
-from core.varint import DecodeError
+from core.varint import DecodeError, write_varint
 
 LIGHTPUSH_V3_PROTOCOL = "/vac/waku/lightpush/3.0.0"
 LIGHTPUSH_V2_PROTOCOL = "/vac/waku/lightpush/2.0.0-beta1"
@@ -126,9 +126,10 @@ async def push_v3(host, peer_id, pubsub_topic: str | None, msg: WakuMessage) -> 
     req = lpb.LightpushRequest(request_id=uuid.uuid4().hex, message=to_pb(msg))
     if pubsub_topic:
         req.pubsub_topic = pubsub_topic
-    stream = await open_stream(host, peer_id, LIGHTPUSH_V3_PROTOCOL)   # fix 19: one round trip
+    data = req.SerializeToString()
+    stream = await open_stream(host, peer_id, LIGHTPUSH_V3_PROTOCOL,   # fix 19: one round trip, one write
+                               first=write_varint(len(data)) + data)
     try:
-        await write_length_prefixed(stream, req.SerializeToString())
         raw = await read_length_prefixed(stream, 64 * 1024)
     finally:
         await stream.close()

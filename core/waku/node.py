@@ -30,8 +30,10 @@ from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, c
     conn_remote_ip, connection_config, disable_auto_connector, incoming_unprotected, install_connection_limits, \
     relay_rpc_limit
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S
+from core.waku.libp2p_fastpath import install_fast_negotiation
+from core.waku.libp2p_sendq import DISCONNECT_S
 from core.waku.message import DEFAULT_MAX_FUTURE_S, DEFAULT_MAX_MESSAGE_SIZE, NS, InvalidMessage, WakuMessage, \
-    decode_message, encode_message, validate_message
+    encode_message, validate_message
 from core.waku.relay import ReceivedMessage, RelayValidator
 from core.waku.store_db import MessageStore
 from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD, InvalidTopic, auto_shard_topic, \
@@ -39,6 +41,9 @@ from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD, InvalidTopic,
 
 log = logging.getLogger(__name__)
 PRUNE_INTERVAL_S = 3600
+WRITE_CHUNK = 64           # relayed messages the writer stores per step on the loop (a few ms; then others run)
+STORE_BATCH_S = 0.01      # the writer waits this long (or for WRITE_CHUNK messages) to commit them together
+CHECKPOINT_ROWS = 4000     # a WAL checkpoint (in a worker thread) after this many rows written
 PROTECT_STATIC = "waku-static"      # tag-store protection of configured peers (and PROTECT_DIALLED of every
                                     # peer we dialled): never refused or pruned for limits
 
@@ -63,6 +68,7 @@ class NodeConfig:
     requests_per_ip_s: float = IP_RATE_S    # the same per source address, whatever peer ids it uses ...
     request_burst_per_ip: int = IP_BURST    # ... (protected peers and rate_exempt_ips skip this one)
     rate_exempt_ips: tuple[str, ...] = ()   # addresses without an address budget (none by default)
+    relay_send_deadline_s: float = DISCONNECT_S    # a relay peer whose send queue is stuck this long is dropped
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)  # incoming, per IP, handshakes, streams
     protected_peers: tuple[str, ...] = ()   # peer ids always admitted (besides every peer we dial)
     clock: Callable[[], int] = field(default=time.time_ns, repr=False)  # Unix ns: timestamp checks, back-off
@@ -116,6 +122,9 @@ class WakuNode:
         self._store_buffer: list[tuple[str, WakuMessage]] = []
         self._store_wakeup = trio.Event()
         self._store_lock = trio.Lock()
+        self._uncheckpointed, self._checkpointing = 0, False
+        if self.store is not None:
+            self.store.defer_checkpoints()
         self.metadata_rejected: set[str] = set()
         self._nursery: trio.Nursery | None = None
         addrs = [multiaddr.Multiaddr(f"/ip4/{config.host}/tcp/{config.tcp_port}")]
@@ -131,12 +140,15 @@ class WakuNode:
             swarm.protect(ID.from_base58(p), PROTECT_STATIC)
         self.gate = InboundGate(config.limits, is_protected=swarm.tag_store.is_protected,
                                 count_incoming=lambda: incoming_unprotected(swarm, swarm.tag_store.is_protected))
+        install_fast_negotiation(self.host)   # fix 23; before the stream limit wraps the handler
         install_connection_limits(swarm, self.gate)
         self._rejected_changed = trio.Event()
         self._conn_changed = trio.Event()   # set (and replaced) whenever a connection opens or closes
         self.router = WakuGossipSub()
         self.pubsub = WakuPubsub(self.host, self.router, self._on_pubsub,
                                  max_rpc_size=relay_rpc_limit(config.max_message_size))  # fix 16
+        self.pubsub.send_watch.disconnect_s = config.relay_send_deadline_s
+        self.stuck_peers_dropped: dict[str, str] = {}   # peer id -> why its relay send queue was judged stuck
         h = self.host
         h.set_stream_handler(metadata.METADATA_PROTOCOL, self._serve_metadata)
         self.limiter = RequestLimiter(per_peer_s=config.requests_per_s, peer_burst=config.request_burst,
@@ -184,6 +196,7 @@ class WakuNode:
                             n.start_soon(self._store_writer)
                             n.start_soon(self._pruner)
                         n.start_soon(self.peers.run)
+                        n.start_soon(self._send_watchdog)
                         task_status.started()
                         await trio.sleep_forever()
                 finally:
@@ -224,12 +237,27 @@ class WakuNode:
         await self.pubsub.publish_unsigned(pubsub_topic, data, wait=wait)
         return msg.hash(pubsub_topic)
 
+    async def _send_watchdog(self) -> None:
+        """Disconnect relay peers whose send queue is stuck (libp2p_sendq.QueueWatch.stuck_reason): a peer that
+        stopped reading no longer holds its queued RPCs and its connection for good."""
+        watch = self.pubsub.send_watch
+        while True:
+            await trio.sleep(min(1.0, watch.disconnect_s / 4))
+            for pid, queue in list(self.pubsub.peer_queues.items()):
+                reason = watch.stuck_reason(queue)
+                if reason is not None:
+                    freed = watch.release(queue)
+                    self.pubsub.peer_queues.pop(pid, None)   # nothing more is queued for it (pubsub skips it)
+                    log.warning("relay: disconnecting %s: %s; %d queued RPCs released", pid, reason, freed)
+                    self.stuck_peers_dropped[pid.pretty()] = reason
+                    await close_connections(self.host.get_network(), peer_id=pid)
+
     async def wait_for_relay_peer(self, peer_id: str, pubsub_topic: str, timeout: float = 10.0) -> None:
         await self.router.wait_for_mesh(ID.from_base58(peer_id), pubsub_topic, timeout)
 
     def _on_pubsub(self, topic: str, pubsub_msg) -> None:
         try:
-            m = decode_message(pubsub_msg.data)
+            m = self.validator.decoded(pubsub_msg.data)
         except Exception:
             return  # cannot happen after validation; never let it reach GossipSub
         if self.store is not None and not m.is_ephemeral:
@@ -239,25 +267,63 @@ class WakuNode:
             self.on_message(ReceivedMessage(topic, m, m.hash(topic)))
 
     async def _store_writer(self) -> None:
+        """Writes what relay buffers: one transaction for what arrives within STORE_BATCH_S (a commit per
+        message cost more than the insert under a relay flood), WRITE_CHUNK rows per step and the lock released
+        between steps, so a store query gets in between (it writes what is buffered at that moment itself, so
+        it never waits for the batching)."""
         while True:
             await self._store_wakeup.wait()
+            with trio.move_on_after(STORE_BATCH_S):   # group commit: one transaction for what arrives meanwhile
+                while len(self._store_buffer) < WRITE_CHUNK:
+                    self._store_wakeup = trio.Event()
+                    await self._store_wakeup.wait()
             self._store_wakeup = trio.Event()
-            await self.flush_store()
+            while self._store_buffer:
+                async with self._store_lock:
+                    self._write_buffered(WRITE_CHUNK)
+                await trio.lowlevel.checkpoint()
+            self._maybe_checkpoint()
+
+    def _write_buffered(self, limit: int) -> None:
+        batch = self._store_buffer[:limit]
+        del self._store_buffer[:len(batch)]
+        if batch:
+            self.store.add_many(batch)
+            self._uncheckpointed += len(batch)
+
+    def _maybe_checkpoint(self) -> None:
+        if self._uncheckpointed >= CHECKPOINT_ROWS and not self._checkpointing and self._nursery is not None:
+            self._checkpointing = True
+            self._nursery.start_soon(self._checkpoint)
 
     async def flush_store(self) -> None:
-        """Write buffered relay messages (batched, off the trio thread); returns once they are in SQLite."""
+        """Write buffered relay messages (batched, on the loop); returns once they are in SQLite."""
         async with self._store_flushed():
             pass
 
     @contextlib.asynccontextmanager
     async def _store_flushed(self):
         """Every message buffered so far is in SQLite, and no write is under way until the block ends (a store
-        query is answered inside it, on the loop: store_protocol.serve_v3)."""
+        query is answered inside it, on the loop: store_protocol.serve_v3).
+
+        Written on the loop, not in a worker thread (issue 21): sqlite3 gives up the GIL around every step of
+        every row, and each time the worker took it back it waited for the busy loop's switch interval (5 ms), so
+        20 rows took 20-70 ms during a flood, and every store query waited for that batch and then the next. On
+        the loop a row costs ~0.05 ms, and what a query finds buffered is what arrived since the writer's last
+        step (written here in one go). Checkpoints, the one part that syncs to disk, stay in a worker thread."""
         async with self._store_lock:
-            batch, self._store_buffer = self._store_buffer, []
-            if batch:
-                await trio.to_thread.run_sync(self.store.add_many, batch)
+            self._write_buffered(len(self._store_buffer))
             yield
+        self._maybe_checkpoint()
+
+    async def _checkpoint(self) -> None:
+        self._uncheckpointed = 0
+        try:
+            await trio.to_thread.run_sync(self.store.checkpoint)
+        except Exception as e:  # noqa: BLE001 - the next one retries; SQLite checkpoints at close anyway
+            log.warning("store: WAL checkpoint failed: %s", e)
+        finally:
+            self._checkpointing = False
 
     def _allowed(self, stream) -> bool:
         """The request's peer and source address are within their budgets (ratelimit.RequestLimiter)."""

@@ -34,6 +34,7 @@ class RelayValidator:
         self.max_future_ns = int(max_future_s * NS)
         self.clock = clock  # Unix ns
         self.rejected: collections.Counter[str] = collections.Counter()
+        self._last: tuple[bytes, WakuMessage] | None = None   # the last message accepted, for decoded()
 
     def check(self, data: bytes, source: object = None) -> WakuMessage | None:
         """The decoded message if it may be relayed, else None (and the reason is counted). An oversize message
@@ -48,6 +49,7 @@ class RelayValidator:
             m = decode_message(data)
             validate_message(m, max_size=self.max_message_size, encoded_size=len(data), now_ns=self.clock(),
                              max_future_ns=self.max_future_ns)
+            self._last = (data, m)
             return m
         except DecodeError:
             self.rejected["malformed"] += 1
@@ -55,6 +57,14 @@ class RelayValidator:
             self.rejected[e.reason] += 1
             log.debug("relay: refused a message: %s", e)
         return None
+
+    def decoded(self, data: bytes) -> WakuMessage:
+        """decode_message(data), without decoding again the message just validated (pubsub validates a message
+        and then delivers it, one after the other)."""
+        last = self._last
+        if last is not None and last[0] == data:
+            return last[1]
+        return decode_message(data)
 
     def gossipsub_validator(self, forwarder, pubsub_msg) -> bool:
         return self.check(pubsub_msg.data, forwarder) is not None

@@ -76,14 +76,35 @@ class MessageStore:
         self.max_future_ns = max_future_ns
         self.refused: collections.Counter[str] = collections.Counter()  # by InvalidMessage.reason
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._path = str(path)
+        self._db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._checkpointer: sqlite3.Connection | None = None
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            if self._checkpointer is not None:
+                self._checkpointer.close()
+
+    def defer_checkpoints(self) -> None:
+        """Commits stop checkpointing the WAL themselves (the commit that passes 1,000 pages copies them into the
+        database and syncs it: tens of ms on a busy disk, on whatever thread commits). The owner then calls
+        checkpoint() from a worker thread; WakuNode writes on its event loop and does so."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+
+    def checkpoint(self) -> tuple[int, int]:
+        """A passive WAL checkpoint on a connection of its own (never waits for, nor blocks, writers and readers;
+        call it from a worker thread): (frames in the WAL, frames copied into the database)."""
+        if self._path == ":memory:" or self._path.startswith("file::memory:"):
+            return 0, 0
+        if self._checkpointer is None:
+            self._checkpointer = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        _busy, log_frames, done = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return log_frames, done
 
     # --- writing ---
     def add(self, pubsub_topic: str, msg: WakuMessage) -> bool:

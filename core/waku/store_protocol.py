@@ -11,11 +11,11 @@ from google.protobuf.message import DecodeError as PbDecodeError
 from core.pb import waku_store_v2beta4_pb2 as v2pb
 from core.pb import waku_store_v3_pb2 as v3pb
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_exchange
-from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
+from core.waku.libp2p_fixes import read_length_prefixed
 from core.waku.libp2p_streams import open_stream
 from core.waku.store_db import MessageStore
 from core.waku.store_query import BAD_REQUEST, TOO_MANY_REQUESTS, handle_store_v2, handle_store_v3
-from core.varint import DecodeError
+from core.varint import DecodeError, write_varint
 
 STORE_V3_PROTOCOL = "/vac/waku/store-query/3.0.0"
 STORE_V2_PROTOCOL = "/vac/waku/store/2.0.0-beta4"
@@ -63,8 +63,8 @@ def refuse_v3(text: str) -> bytes:
     return v3pb.StoreQueryResponse(status_code=BAD_REQUEST, status_desc=text).SerializeToString()
 
 
-# Queries are answered on the event loop, inside `writes()` (the node's: buffered messages are written first,
-# and no write batch is under way in the writer's thread meanwhile), so the loop never blocks on the store's
+# Queries are answered on the event loop, inside `writes()` (the node's: the messages buffered before the query
+# are written first, on the loop, and no write is under way meanwhile), so the loop never blocks on the store's
 # lock. Not in a worker thread (issue 21): the answer is mostly Python work that holds the GIL anyway, and every
 # SQLite step releases it, so with a busy loop each re-acquisition could wait up to the 5 ms switch interval.
 async def serve_v3(stream, store: MessageStore, allowed: bool = True, *, timeout_s: float = DEFAULT_READ_TIMEOUT_S,
@@ -89,9 +89,8 @@ async def serve_v2(stream, store: MessageStore, allowed: bool = True, *, timeout
 
 
 async def _roundtrip(host, peer_id, protocol: str, data: bytes) -> bytes:
-    stream = await open_stream(host, peer_id, protocol)   # fix 19: one round trip
+    stream = await open_stream(host, peer_id, protocol, first=write_varint(len(data)) + data)   # fix 19
     try:
-        await write_length_prefixed(stream, data)
         return await read_length_prefixed(stream, MAX_RESPONSE)
     finally:
         await stream.close()

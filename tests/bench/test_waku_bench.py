@@ -1,6 +1,7 @@
 """Waku benchmarks: relay throughput and per-hop latency between two processes, store pages per second.
 Each figure is printed next to a reference measured in the same run. Small by default; ARCHIVIST_SLOW=1 runs
-the full size."""
+the full size. ARCHIVIST_BENCH_WAKU_PROFILE=FILE runs the load node's trio thread under cProfile (its own CPU
+clock) and saves the stats in FILE when it stops (read with pstats; docs/BENCHMARKS.md "Waku load")."""
 import json
 import os
 import statistics
@@ -328,9 +329,12 @@ def _connection_flood(addr: str, silent: int, seconds: float) -> tuple[int, int]
 
 def _load_node(db) -> subprocess.Popen:
     """`archivist wakunode` storing in `db`, with the limits raised for the floods from 127.0.0.1."""
+    env = dict(os.environ)
+    if os.environ.get("ARCHIVIST_BENCH_WAKU_PROFILE"):   # cProfile of the node's trio thread, saved at its exit
+        env["ARCHIVIST_WAKU_PROFILE"] = os.environ["ARCHIVIST_BENCH_WAKU_PROFILE"]
     return subprocess.Popen([sys.executable, "-m", "core.cli", "wakunode", "--no-ws", "--store", str(db),
                              "--max-incoming-per-ip", "64", "--requests-per-s", "100000", "--request-burst",
-                             "100000", "--rate-exempt-ip", "127.0.0.1"], stdout=subprocess.PIPE, text=True)
+                             "100000", "--rate-exempt-ip", "127.0.0.1"], stdout=subprocess.PIPE, text=True, env=env)
 
 
 def _relay_flood(addr: str, server_id: str, db, n: int, stored_before: int) -> tuple[float, float]:
@@ -476,6 +480,35 @@ def _probe(addr: str) -> None:
         client.stop()
 
 
-if __name__ == "__main__":  # python -m tests.bench.test_waku_bench probe MULTIADDR (from the repository root)
-    if sys.argv[1] == "probe":
+def _profile(phase: str, n: int, out: str) -> None:
+    """One flood against a fresh load node whose trio thread runs under cProfile; prints the rate, the node's CPU
+    per message and its top 25 functions by own time (docs/BENCHMARKS.md, "Where the node's time goes")."""
+    import pstats
+    import tempfile
+    os.environ["ARCHIVIST_BENCH_WAKU_PROFILE"] = out
+    db = Path(tempfile.mkdtemp()) / "profile.db"
+    node = _load_node(db)
+    try:
+        info = json.loads(node.stdout.readline())
+        addr, server_id = info["listen_addrs"][0], info["peer_id"]
+        load, c0, t0 = os.getloadavg()[0], _cpu_s(node.pid), time.monotonic()
+        if phase == "lightpush":
+            n = _lightpush_flood(addr, server_id, n)
+            rate = n / (_wait_stored(db, n, 120) - t0)
+        else:
+            t0, t1 = _relay_flood(addr, server_id, db, n, 0)
+            rate = n / (t1 - t0)
+        cpu = (_cpu_s(node.pid) - c0) / n
+    finally:
+        node.terminate()
+        node.wait(30)
+        node.stdout.close()
+    print(f"{phase}: {rate:,.0f} msg/s, node CPU {cpu * 1e3:.2f} ms per message (profiled), load average {load:.2f}")
+    pstats.Stats(out).sort_stats("tottime").print_stats(25)
+
+
+if __name__ == "__main__":  # from the repository root: python -m tests.bench.test_waku_bench probe MULTIADDR
+    if sys.argv[1] == "probe":   # ... or: profile lightpush|relay N FILE
         _probe(sys.argv[2])
+    elif sys.argv[1] == "profile":
+        _profile(sys.argv[2], int(sys.argv[3]), sys.argv[4])

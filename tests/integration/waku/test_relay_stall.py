@@ -4,9 +4,12 @@ The stuck peer does what a stopped node with an open socket, or an attacker, doe
 window on the node's relay stream to it and then reads nothing. The node's writer to it blocks in the socket
 for good and its send queue grows. Before the fix every publish of the node waited for that queue, forever:
 local publishes and every lightpush request. Now nothing waits for a queue that has stopped moving
-(core/waku/libp2p_sendq.py), and lightpush never waits for relay queues.
+(core/waku/libp2p_sendq.py), and lightpush never waits for relay queues. And a peer whose queue stays stuck past
+`NodeConfig.relay_send_deadline_s` is disconnected, with a logged reason, and its queued RPCs are released.
 """
+import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -14,6 +17,7 @@ import time
 from libp2p.peer.id import ID
 
 from core.waku.message import WakuMessage
+from tests.integration.waku.conftest import Collector
 
 PS = "/waku/2/rs/16/32"
 CT = "/test/1/stall/proto"
@@ -70,5 +74,50 @@ def test_a_relay_peer_that_stops_reading_does_not_stall_publish_or_lightpush(mak
             assert r.status_code == 200, r.status_desc
         node.flush_store()
         assert node.config.store.count() == N_PUBLISH + N_LIGHTPUSH
+    finally:
+        release.set()
+
+
+DEADLINE_S = 2.0           # the node's relay send deadline, lowered from 10 s
+
+
+def test_a_relay_peer_that_stops_reading_is_disconnected_and_its_queue_released(make_node, caplog):
+    node = make_node(ws_port=None, relay_send_deadline_s=DEADLINE_S)
+    stuck = make_node(store=False, ws_port=None)
+    healthy = make_node(store=False, ws_port=None)
+    got = Collector()
+    healthy.subscribe(PS, [CT], got)
+    for peer in (stuck, healthy):
+        peer.add_peer(node.listen_addrs[0])
+        peer.wait_for_relay_peer(node.peer_id)
+        node.wait_for_relay_peer(peer.peer_id)
+    watch = node.node.pubsub.send_watch
+    node._sync(setattr, watch, "high_water", HIGH_WATER)
+    stuck_id = ID.from_base58(stuck.peer_id)
+    caplog.set_level(logging.WARNING, logger="core.waku.node")
+    queue = node._sync(lambda: node.node.pubsub.peer_queues[stuck_id])
+    release = _stop_reading(stuck, node.peer_id)
+    try:
+        for i in range(N_PUBLISH):
+            node.publish(PS, _msg(i))
+        # the node drops the stuck peer once its queue has not moved for the deadline; healthy peers are kept
+        node._call(node.node.wait_connections, lambda: stuck.peer_id not in node.node.connected_peers(), 30)
+        reason = node.node.stuck_peers_dropped[stuck.peer_id]
+        assert "has not moved" in reason or "full" in reason, reason
+        [line] = [r.getMessage() for r in caplog.records if stuck.peer_id in r.getMessage()]
+        assert line.startswith(f"relay: disconnecting {stuck.peer_id}: {reason}"), line
+        freed = int(re.search(r"; (\d+) queued RPCs released", line).group(1))
+        assert freed > HIGH_WATER            # it had piled up ...
+        # ... and its memory is released at once: no RPC left in the queue, no queue kept for the peer (later
+        # publishes queue nothing for it)
+        assert node._sync(lambda: (len(queue), queue.closed)) == (0, True)
+        assert node._sync(lambda: stuck_id not in node.node.pubsub.peer_queues)
+        assert healthy.peer_id in node.connected_peers()
+        for i in range(N_PUBLISH, N_PUBLISH + 10):
+            node.publish(PS, _msg(i))
+        items = got.wait_for(N_PUBLISH + 10, timeout=30)
+        assert len({rm.hash for rm in items}) == N_PUBLISH + 10
+        node.flush_store()
+        assert node.config.store.count() == N_PUBLISH + 10
     finally:
         release.set()

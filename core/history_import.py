@@ -36,7 +36,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from core.archive import codec
 from core.archive.codec import ArchiveMessage, IndexEntry
 from core.archive.errors import ArchiveError
-from core.status.unwrap import Unwrapped, Unwrapper, preview_unwrap, status_unwrap
+from core.status.unwrap import Unwrapped, Unwrapper, preview_opened, status_unwrap
 
 ArchiveOpener = Callable[[bytes], bytes]        # encrypted communities: ciphertext -> plain archive bytes
 
@@ -125,6 +125,13 @@ def archive_from_blob(aid: str, e: IndexEntry, blob: bytes, open_archive: Archiv
                       ) -> codec.DecodedArchive:
     """Check and decode `data[offset : offset + size]` of one archive: all bytes present, zero padding, decodes,
     and says the same window as its index entry. Raises ArchiveError (KeyMissing for a key not held)."""
+    arch = codec.decode_archive(open_blob(aid, e, blob, open_archive), archive_id=aid)
+    _check_window(aid, e.start, e.end, arch.start, arch.end)
+    return arch
+
+
+def open_blob(aid: str, e: IndexEntry, blob: bytes, open_archive: ArchiveOpener | None = None) -> bytes:
+    """archive_from_blob's checks of the bytes (all present, zero padding) and its decryption: the plain archive."""
     if len(blob) != e.size:
         raise ArchiveError(f"archive {aid} is not fully downloaded: data holds {len(blob)} of its {e.size} bytes",
                            code="archive-incomplete", archive_id=aid)
@@ -137,13 +144,13 @@ def archive_from_blob(aid: str, e: IndexEntry, blob: bytes, open_archive: Archiv
                            code="archive-incomplete", archive_id=aid)
     if blob[e.size - e.padding:].count(0) != e.padding:
         raise ArchiveError(f"archive {aid}: padding is not zeros", code="padding-nonzero", archive_id=aid)
-    if open_archive is not None:
-        raw = open_archive(raw)
-    arch = codec.decode_archive(raw, archive_id=aid)
-    if (arch.start, arch.end) != (e.start, e.end):
-        raise ArchiveError(f"archive {aid} says [{arch.start}, {arch.end}), its index entry [{e.start}, {e.end})",
+    return open_archive(raw) if open_archive is not None else raw
+
+
+def _check_window(aid: str, start: int, end: int, got_start: int, got_end: int) -> None:
+    if (got_start, got_end) != (start, end):
+        raise ArchiveError(f"archive {aid} says [{got_start}, {got_end}), its index entry [{start}, {end})",
                            code="metadata-mismatch", archive_id=aid)
-    return arch
 
 
 def read_archive_rows(f, community_id: str, aid: str, e: IndexEntry, open_archive: ArchiveOpener | None = None,
@@ -168,18 +175,43 @@ def read_window_rows(data_path, community_id: str, index: Mapping[str, IndexEntr
 
 
 def read_window_preview(data_path, community_id: str, index: Mapping[str, IndexEntry], w: WindowImport,
-                        open_archive: ArchiveOpener | None = None) -> tuple[list[tuple], list[bytes]]:
+                        open_archive: ArchiveOpener | None = None, pool: "RowPool | None" = None
+                        ) -> tuple[list[tuple], list[bytes]]:
     """A window's rows with every field but the author (preview_unwrap), and the hashes of the rows whose author
-    finish_authors must still fill in. Same rows, in the same order, as read_window_rows once that is done."""
+    finish_authors must still fill in. Same rows, in the same order, as read_window_rows once that is done.
+
+    The archives are read, checked and decrypted here; decoding them into rows (protobuf, ~10 us a message) runs
+    in `pool`'s worker process when one is given (a read ahead: the writing thread keeps the GIL), else here."""
+    archives = []
+    with open(data_path, "rb") as f:
+        for a in w.archive_ids:
+            e = index[a]
+            f.seek(e.offset)
+            archives.append((a, open_blob(a, e, f.read(e.size), open_archive), e.start, e.end))
+    if pool is not None:
+        return pool.preview(community_id, archives)
+    return preview_archives(community_id, archives)
+
+
+def preview_archives(community_id: str, archives: Sequence[tuple[str, bytes, int, int]]
+                     ) -> tuple[list[tuple], list[bytes]]:
+    """read_window_preview's rows and pending hashes of plain archives (archive ID, bytes, window start, end):
+    decode_archive + preview_unwrap + row_of, straight from the parsed protobuf (no object per message but the
+    row). Raises ArchiveError as archive_from_blob does."""
     rows: list[tuple] = []
     pending: list[bytes] = []
-    for a, messages in _decode_window(data_path, index, w, open_archive):
-        for m in messages:
-            u, signed = preview_unwrap(m.payload)
-            row = row_of(community_id, m, a, u)
-            rows.append(row)
+    add, wait = rows.append, pending.append
+    for aid, raw, start, end in archives:
+        arch = codec.parse_archive_pb(raw, archive_id=aid)
+        _check_window(aid, start, end, getattr(arch.metadata, "from"), arch.metadata.to)
+        for m in arch.messages:
+            payload, h = m.payload, m.hash
+            opened, signed = preview_opened(payload, m.sig)
+            if not h:                   # as row_of: keyed by the Keccak-256 of its encoding
+                h = codec.keccak256(ArchiveMessage.from_pb(m).to_pb().SerializeToString(deterministic=True))
+            add((community_id, h, m.timestamp, m.topic, *opened, payload, aid))
             if signed:
-                pending.append(row[1])
+                wait(h)
     return rows, pending
 
 
@@ -262,6 +294,7 @@ class RowPool:
         with self._lock:
             if self._pool is None and not self.broken:
                 ctx = multiprocessing.get_context("forkserver")
+                ctx.set_forkserver_preload([__name__])    # each worker forks with this module loaded: ~0.3 s sooner
                 self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
                 atexit.register(self.shutdown)
             return self._pool
@@ -302,6 +335,25 @@ class RowPool:
             return unwrap_payloads(payloads)
         return result
 
+    PREVIEW_MIN_BYTES = 2_000_000      # a window's first pass below this (~4k messages) is decoded in process
+
+    def preview(self, community_id: str, archives: Sequence[tuple[str, bytes, int, int]]
+                ) -> tuple[list[tuple], list[bytes]]:
+        """preview_archives in a worker process (the caller's thread waits without the GIL, so the thread writing
+        the previous window does not share it); in process when small, on one core, or when the pool broke.
+        An ArchiveError of the archives is raised here as itself."""
+        pool = None
+        if self.workers >= 2 and sum(len(a[1]) for a in archives) >= self.PREVIEW_MIN_BYTES and not self.broken \
+                and not multiprocessing.current_process().daemon:      # a daemonic process may not have children
+            pool = self._executor()
+        if pool is not None:
+            try:
+                return pool.submit(preview_archives, community_id, archives).result()
+            except (BrokenProcessPool, OSError, RuntimeError):
+                with self._lock:            # a worker died or could not start: never lose the window over it
+                    self.broken = True
+        return preview_archives(community_id, archives)
+
     def shutdown(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
@@ -310,3 +362,8 @@ class RowPool:
 
 
 _ROW_POOL = RowPool()
+
+
+def shared_pool() -> RowPool:
+    """The process's one RowPool (the import's read ahead and its second pass use it in turn)."""
+    return _ROW_POOL

@@ -13,7 +13,8 @@ from typing import Mapping
 
 from core.archive.codec import IndexEntry
 from core.archive.constants import DATA_FILE
-from core.history_import import ArchiveOpener, WindowImport, finish_authors, read_window_preview, read_window_rows
+from core.history_import import (ArchiveOpener, WindowImport, finish_authors, read_window_preview, read_window_rows,
+                                 shared_pool)
 from core.storage.history import HistoryWriteError
 from core.storage.member_history import MemberHistory
 
@@ -37,18 +38,21 @@ def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = No
     ahead: dict[tuple, Future] = {}
     reader: list[ThreadPoolExecutor] = []       # made on the first read ahead
 
-    def read(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]):
+    def read(cid: str, folder: Path, chosen: Mapping[str, IndexEntry], pool=None):
         w = window_import(chosen)
         if not defer_authors:
             return w, read_window_rows(Path(folder) / DATA_FILE, cid, chosen, w, unwrap), ()
-        return (w, *read_window_preview(Path(folder) / DATA_FILE, cid, chosen, w, unwrap))
+        return (w, *read_window_preview(Path(folder) / DATA_FILE, cid, chosen, w, unwrap, pool))
 
     def prepare(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]) -> None:
-        """Start reading the window that comes next, in a thread, while this one is written (SQLite lets
-        go of the GIL while it writes): hydrate() of that window then takes its rows, or its error."""
+        """Start reading the window that comes next while this one is written: hydrate() of that window then
+        takes its rows, or its error. The thread reads and checks the bytes and hands the decoding to a worker
+        process (RowPool.preview), so that it does not take the GIL from the thread that writes: SQLite lets go of
+        it for each row's step, and a decoding thread kept it for up to the 5 ms switch interval each time."""
         if not reader:
             reader.append(ThreadPoolExecutor(1, thread_name_prefix="import-read-ahead"))
-        ahead[(cid, str(folder), tuple(sorted(chosen)))] = reader[0].submit(read, cid, folder, dict(chosen))
+        ahead[(cid, str(folder), tuple(sorted(chosen)))] = reader[0].submit(read, cid, folder, dict(chosen),
+                                                                            shared_pool())
         while len(ahead) > 2:               # one being written, one read ahead: no more (a skipped window's)
             ahead.pop(next(iter(ahead)))
 
@@ -58,9 +62,16 @@ def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = No
         return history.import_window(cid, w.start, w.end, rows, w.archive_ids, pending)
     hydrate.imported = history.imported_archive_ids     # the member's record of what is imported (core.node.member)
     hydrate.history, hydrate.unwrap = history, unwrap   # what offloaded_hydrator needs to run it elsewhere
-    hydrate.finish_authors = partial(finish_authors, history)
+    hydrate.finish_authors = partial(finish_history, history)
     hydrate.prepare = prepare
     return hydrate
+
+
+def finish_history(history: MemberHistory, cid: str, progress=None) -> int:
+    """What an import ends with, after its windows: the history's indexes and pragmas as usual again
+    (MemberHistory.end_import), then finish_authors."""
+    history.end_import()
+    return finish_authors(history, cid, progress)
 
 
 _HISTORIES: dict[str, MemberHistory] = {}      # in a worker process: one connection per history file, kept
@@ -83,7 +94,7 @@ def authors_job(history_path: str, cid: str, report=None) -> int:
     history = _HISTORIES.get(history_path)
     if history is None:
         history = _HISTORIES[history_path] = MemberHistory(history_path)
-    return finish_authors(history, cid, report)
+    return finish_history(history, cid, report)
 
 
 def offloaded_hydrator(offloader, hydrator, keys_path: Path | None):
@@ -107,6 +118,8 @@ def offloaded_hydrator(offloader, hydrator, keys_path: Path | None):
     def finish(cid: str, progress=None) -> int:
         try:
             return offloader.run(authors_job, path, cid, progress=progress)
+        except JobCancelled:          # the engine is stopping: the authors stay pending for the next start
+            raise
         except WorkerDied as e:       # each batch is one transaction: what was not written stays pending
             err = HistoryWriteError(f"{e}; the authors not written yet stay pending")
             err.code = WorkerDied.code

@@ -20,9 +20,13 @@ removes them from the pending table, again in one transaction per batch, so a cr
 passes leaves each row either pending (a restart finishes it) or complete, never lost. A rewritten row that the
 history search (core/status/history_search.py) has indexed already moves to a new rowid above all others, as an
 upsert would, so that its catch-up indexes the author too; the others are updated in place.
+
+While an import writes its windows, `import_mode` trades memory for speed (a larger cache, rarer checkpoints, a
+small history's chat index made once at the end); it changes no transaction and nothing a crash could lose.
 """
 from __future__ import annotations
 
+import logging
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +35,13 @@ from typing import Iterable, Sequence
 from core.storage.archive_state import (ARCHIVE_TABLES, add_archive_ids, archive_info, imported_archive_ids,
                                         mark_archives, raise_last_archive_end, set_magnetlink)
 
+log = logging.getLogger(__name__)
+
 # the archive-table functions are archive_state's, named here for the history database's callers
 __all__ = ["SCHEMA", "PENDING_SCHEMA", "COLUMNS", "OPENED", "HistoryRow", "HistoryWriteError", "connect", "import_window", "count",
-           "bulk_insert", "messages", "pending_authors", "pending_author_count", "fill_authors", "has_pending_table", "add_archive_ids", "archive_info", "imported_archive_ids", "set_magnetlink"]
+           "bulk_insert", "messages", "import_mode", "pending_authors", "pending_author_count", "fill_authors", "has_pending_table", "add_archive_ids", "archive_info", "imported_archive_ids", "set_magnetlink"]
 
+CHAT_INDEX = "CREATE INDEX IF NOT EXISTS history_messages_chat ON history_messages (chat_id, clock);\n"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS history_messages (
   community_id TEXT NOT NULL,
@@ -52,8 +59,7 @@ CREATE TABLE IF NOT EXISTS history_messages (
   PRIMARY KEY (community_id, hash)
 );
 CREATE INDEX IF NOT EXISTS history_messages_range ON history_messages (community_id, timestamp);
-CREATE INDEX IF NOT EXISTS history_messages_chat ON history_messages (chat_id, clock);
-""" + ARCHIVE_TABLES
+""" + CHAT_INDEX + ARCHIVE_TABLES
 
 PENDING_SCHEMA = """
 -- rows written before their author was recovered (the second pass of an import fills them in, then deletes them
@@ -98,13 +104,56 @@ CACHE_KIB = 32 * 1024
 SQLite's default 2 MiB cache makes those inserts read pages back from the OS (~15 % of an import at 200k)."""
 
 
+IMPORT_CACHE_KIB = 256 * 1024
+"""Page cache while an import writes (import_mode): each window's 25k rows land at random in the key index (community
+ID + hash), which passes 32 MiB at ~200k rows; with the cache too small every insert reads its index page back and
+each window writes it again. At 1M messages the first pass costs a quarter less CPU with the index in the cache
+(docs/BENCHMARKS.md). SQLite takes the pages as it needs them; end_import gives them back."""
+IMPORT_WAL_BYTES = 256 * 1024 * 1024
+"""WAL checkpoint threshold while an import writes (SQLite's default is 1,000 pages, 4-16 MiB): with the default,
+every window's commit copies the whole WAL into the database and fsyncs it, and an index page written by several
+windows is copied each time. A commit stays as durable as before (WAL, synchronous=NORMAL)."""
+PAGE_SIZE = 16_384
+"""Page size of a new history database (SQLite's default is 4 KiB; an existing file keeps its own): a window's random
+inserts into the key index touch a quarter as many pages, and the first pass at 1M messages costs ~15 % less CPU."""
+WAL_LIMIT_BYTES = 64 * 1024 * 1024      # what a checkpointed WAL file is cut back to (journal_size_limit)
+
+
 def configure(con: sqlite3.Connection) -> sqlite3.Connection:
     """The pragmas and schema of every history connection (this module's and core.storage.member_history's)."""
+    con.execute(f"PRAGMA page_size={PAGE_SIZE}")      # only a new (empty) database takes it
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")
     con.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    con.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
     con.executescript(SCHEMA)
     return con
+
+
+REINDEX_BELOW = 100_000
+"""An import into a history with fewer rows than this drops the chat index (chat_id, clock) first and makes it again
+once its windows are written (import_mode): the index is a third of the first pass's CPU at 1M messages when
+clocks arrive out of order, and sorting it once costs a few seconds. Larger histories keep it."""
+
+
+def import_mode(con: sqlite3.Connection, on: bool) -> None:
+    """Pragmas for the duration of an import (a larger page cache, rarer WAL checkpoints: IMPORT_CACHE_KIB,
+    IMPORT_WAL_BYTES; a small history's chat index dropped, REINDEX_BELOW), or back to every connection's
+    (`on=False`: the chat index made again, the cache shrinks, the next commit checkpoints the WAL as usual).
+    Only speed changes: every transaction stays whole, and a crash that leaves the
+    index dropped loses nothing (every connection makes it again when it opens: SCHEMA)."""
+    if on:
+        con.execute(f"PRAGMA cache_size=-{IMPORT_CACHE_KIB}")
+        page = con.execute("PRAGMA page_size").fetchone()[0]
+        con.execute(f"PRAGMA wal_autocheckpoint={IMPORT_WAL_BYTES // page}")
+        small = con.execute(f"SELECT COUNT(*) < {REINDEX_BELOW} FROM (SELECT 1 FROM history_messages "
+                            f"LIMIT {REINDEX_BELOW})").fetchone()[0]
+        if small:
+            _maybe(con, "DROP INDEX IF EXISTS history_messages_chat")
+        return
+    _maybe(con, CHAT_INDEX)                       # nothing to do when it is there
+    con.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    con.execute("PRAGMA wal_autocheckpoint=1000")     # the next commit checkpoints the WAL, as any commit would
 
 
 class HistoryWriteError(Exception):
@@ -121,12 +170,24 @@ def _db_file(con: sqlite3.Connection) -> str:
         return "history database"
 
 
+def _maybe(con: sqlite3.Connection, statement: str) -> None:
+    """import_mode's index statements: only speed depends on them, so another writer holding the database past the
+    busy timeout (or a full disk) leaves the index as it is (the next open makes a missing one: SCHEMA)."""
+    try:
+        con.execute(statement)
+    except sqlite3.OperationalError as e:
+        log.info("history import: %s not done (%s); the index is made when the database is next opened",
+                 statement.split(" ON ")[0], e)
+
+
 def import_window(con: sqlite3.Connection, community_id: str, start: int, end: int,
                   rows: Iterable[Sequence], archive_ids: Sequence[str] = (), pending: Iterable[bytes] = ()) -> int:
     """In one transaction: upsert `rows` (tuples in COLUMNS order; a row replaces the one with the same hash),
     record the hashes in `pending` as waiting for their author (fill_authors), mark `archive_ids` imported and move
     the archive end watermark. Deletes nothing. Returns rows written.
     Raises HistoryWriteError when SQLite cannot write (disk full, I/O error, read-only)."""
+    if pending and not isinstance(rows, (list, tuple)):
+        rows = list(rows)                 # read twice below
     def write() -> int:
         top = con.execute(_TOP).fetchone()[0]
         before = con.total_changes
@@ -135,13 +196,20 @@ def import_window(con: sqlite3.Connection, community_id: str, start: int, end: i
         if want := set(pending):
             con.execute(PENDING_SCHEMA)
             # this transaction's rows have rowids above `top` (SQLite takes max + 1); if it chose others (only
-            # once a rowid reached 2^63 - 1), each row is looked up by its key
-            new = [(r, h) for r, h in con.execute("SELECT rowid, hash FROM history_messages WHERE rowid > ?",
-                                                  (top,)) if h in want]
+            # once a rowid reached 2^63 - 1), each row is looked up by its key. When every row waits for its
+            # author (the usual window: every Status message is signed), SQLite copies them itself
+            if len(want) == len({r[1] for r in rows}):
+                before = con.total_changes
+                con.execute("INSERT OR REPLACE INTO history_authors_pending (rid, hash) "
+                            "SELECT rowid, hash FROM history_messages WHERE rowid > ?", (top,))
+                new = [None] * (con.total_changes - before)
+            else:
+                new = [(r, h) for r, h in con.execute("SELECT rowid, hash FROM history_messages WHERE rowid > ?",
+                                                      (top,)) if h in want]
+                con.executemany(_PENDING, new)
             if len(new) < len(want):
-                new = [(r, h) for h in want for (r,) in con.execute(
-                    "SELECT rowid FROM history_messages WHERE community_id = ? AND hash = ?", (community_id, h))]
-            con.executemany(_PENDING, new)
+                con.executemany(_PENDING, [(r, h) for h in want for (r,) in con.execute(
+                    "SELECT rowid FROM history_messages WHERE community_id = ? AND hash = ?", (community_id, h))])
         mark_archives(con, community_id, archive_ids, imported=True)
         raise_last_archive_end(con, community_id, end)
         return written

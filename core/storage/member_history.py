@@ -25,6 +25,7 @@ class MemberHistory:
         self.path = Path(path)
         self._con = H.configure(sqlite3.connect(str(path), isolation_level=None, check_same_thread=False))
         self._lock = threading.Lock()
+        self._importing = False
 
     def close(self) -> None:
         with self._lock:
@@ -36,7 +37,17 @@ class MemberHistory:
         `pending`: hashes whose author fill_authors writes later)."""
         rows, pending = list(rows), list(pending)
         with self._lock:
+            if not self._importing:          # until end_import: a larger cache, rarer checkpoints
+                H.import_mode(self._con, True)
+                self._importing = True
             return H.import_window(self._con, cid, start, end, rows, archive_ids, pending)
+
+    def end_import(self) -> None:
+        """The import's windows are written: the chat index again (made by whichever connection ends the import),
+        the connection's usual cache and checkpoints (core.storage.history.import_mode)."""
+        with self._lock:
+            self._importing = False
+            H.import_mode(self._con, False)
 
     def pending_authors(self, cid: str, limit: int, after: int = 0) -> list[tuple]:
         with self._lock:

@@ -192,3 +192,57 @@ def test_a_history_database_made_before_the_pending_table_opens_and_imports_with
     con.close()
     assert [r[:11] for r in got] == [r[:11] for r in want]
     assert [r[11] for r in got] == ["0xold"] * 20 + ["0xa"] * 20
+
+
+def test_the_first_pass_decoder_gives_preview_unwraps_rows_in_process_and_in_a_worker():
+    """preview_archives (and preview_opened under it), what the import's first pass runs, against preview_unwrap +
+    row_of on every kind of payload, a message without a hash (keyed by its encoding) and two archives."""
+    from core.archive.codec import encode_archive
+    from core.archive.errors import ArchiveError
+    from core.history_import import preview_archives
+    from core.status.unwrap import preview_opened
+    ms = messages(64)
+    ms[5] = ArchiveMessage(b"", ms[5].timestamp, TOPIC, ms[5].payload)            # no hash
+    for m in ms:
+        u, signed = preview_unwrap(m.payload)
+        assert preview_opened(m.payload, m.sig) == (row_of(CID, m, "0xa", u)[4:10], signed)
+    archives = [("0xa", encode_archive(T, T + 32, [TOPIC], ms[:32]), T, T + 32),
+                ("0xb", encode_archive(T, T + 32, [TOPIC], ms[32:]), T, T + 32)]
+    rows_a, pending_a = preview_rows(ms[:32])
+    rows_b, pending_b = preview_rows(ms[32:])
+    want = (rows_a + [r[:11] + ("0xb",) for r in rows_b], pending_a + pending_b)
+    assert preview_archives(CID, archives) == want
+    assert len(want[0][5][1]) == 32                                             # keyed by its encoding
+    pool = RowPool(workers=2)
+    pool.PREVIEW_MIN_BYTES = 1
+    try:
+        assert pool.preview(CID, archives) == want
+        assert pool._pool is not None and not pool.broken                     # a worker did it
+        with pytest.raises(ArchiveError) as e:                                 # its error comes back as itself
+            pool.preview(CID, [("0xc", archives[0][1], T, T + 33)])
+        assert e.value.code == "metadata-mismatch" and e.value.archive_id == "0xc" and not pool.broken
+    finally:
+        pool.shutdown()
+
+
+def test_the_window_is_written_the_same_with_every_row_pending_or_some(tmp_path):
+    """import_window records the pending rows by SQL when every row waits for its author, row by row otherwise."""
+    ms = [m for i, m in enumerate(messages(48)) if i % 8 in (2, 3, 4, 6, 7)]    # signed only
+    rows, pending = preview_rows(ms)
+    assert len(pending) == len(rows)
+    others = messages(96)[48:]                                                    # some not signed
+    rows2, pending2 = preview_rows(others)
+    assert 0 < len(pending2) < len(rows2)
+    h = MemberHistory(tmp_path / "h.sqlite")
+    h.import_window(CID, T, T + 48, rows + rows[:3], ["0xa"], pending)           # a message twice: one row
+    h.import_window(CID, T + 48, T + 96, rows2, ["0xb"], pending2)
+    got = {(r, bytes(x)) for r, x in h._con.execute("SELECT rid, hash FROM history_authors_pending")}
+    want = {(r, bytes(x)) for r, x in h._con.execute("SELECT rowid, hash FROM history_messages")
+            if bytes(x) in set(pending) | set(pending2)}
+    assert got == want and len(got) == len(pending) + len(pending2)
+    assert finish_authors(h, CID) == len(got)
+    con = sqlite3.connect(tmp_path / "h.sqlite")
+    assert H.messages(con, CID) == sorted((history_row(CID, m, "0xa") for m in ms + others),
+                                          key=lambda r: (r[2], r[1]))
+    con.close()
+    h.close()

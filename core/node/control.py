@@ -62,7 +62,7 @@ class ControlNode:
         self.offload = offload                   # core.node.offload.Offloader: build, proof, decoding in a worker
         self.seeder, self.announcer, self.store_query, self.builder = seeder, announcer, store_query, builder
         self.interval, self.retention, self.group_keys = interval, retention, group_keys
-        self.grace = int(grace if grace is not None else getattr(cfg, "grace_period", GRACE_SECONDS))
+        self.grace = int(grace if grace is not None else GRACE_SECONDS)   # [node] grace_period arrives as grace
         self.seeding = None
         self.magnet: str | None = None           # the announced link: a magnet URI, or an index CID (Codex)
         self.broken: str | None = None           # "code: reason" when the folder cannot be trusted: nothing runs

@@ -167,6 +167,9 @@ def test_an_archive_that_does_not_decode_is_named_in_the_error(tmp_path):
     with open(path, "rb") as f, pytest.raises(ArchiveError) as ei:
         read_archive_rows(f, "0xc", "0xbad", e)
     assert (ei.value.code, ei.value.archive_id) == ("archive-undecodable", "0xbad")
+    with pytest.raises(ArchiveError) as ei:                     # the same through a whole window
+        read_window_rows(path, "0xc", {"0xbad": e}, WindowImport(T, T + W, ("0xbad",)))
+    assert (ei.value.code, ei.value.archive_id) == ("archive-undecodable", "0xbad")
 
 
 def test_an_opener_decrypts_before_decoding(tmp_path):
@@ -185,6 +188,8 @@ def test_an_opener_decrypts_before_decoding(tmp_path):
     path.write_bytes(sealed + b"\0" * pad)
     rows = read_window_rows(path, "0xc", {"0xa": e}, WindowImport(T, T + W, ("0xa",)), opener, no_unwrap)
     assert [r[1] for r in rows] == [_msg(1).hash]
+    with open(path, "rb") as f:                                 # one archive (what Spark's executors read)
+        assert [r[1] for r in read_archive_rows(f, "0xc", "0xa", e, opener, no_unwrap)] == [_msg(1).hash]
 
 
 def _refused(aid, e, blob, code, message):

@@ -159,6 +159,8 @@ def test_message_count_limit(monkeypatch):
     monkeypatch.setattr(codec, "MAX_ARCHIVE_MESSAGES", 3)
     head = ld(2, meta_bytes(1, 2, []))
     assert len(codec.parse_archive_pb(head + ld(3, b"") * 3).messages) == 3
+    # exactly the limit, with one more 0x1a byte (in a topic): counted, and still accepted
+    assert len(codec.parse_archive_pb(ld(2, meta_bytes(1, 2, [b"\x1a"])) + ld(3, b"") * 3).messages) == 3
     with pytest.raises(DecodeError) as e:
         codec.parse_archive_pb(head + ld(3, b"") * 4, archive_id="0xab")
     assert str(e.value) == "archive holds more than 3 messages (not a real archive)"
@@ -167,9 +169,10 @@ def test_message_count_limit(monkeypatch):
     assert codec.parse_archive_pb(ld(2, meta_bytes(1, 2, [b"\x1a" * 10])) + ld(3, b"")).messages[0] is not None
 
 
-def test_undecodable_archive_message():
+@pytest.mark.parametrize("decode", [codec.parse_archive_pb, codec.decode_archive])
+def test_undecodable_archive_message(decode):
     with pytest.raises(DecodeError) as e:
-        codec.parse_archive_pb(b"\x12\x09short", archive_id="0x1")
+        decode(b"\x12\x09short", archive_id="0x1")
     assert str(e.value).startswith("archive does not decode as WakuMessageArchive: ")
     assert e.value.code == "archive-undecodable" and e.value.archive_id == "0x1" and e.value.__suppress_context__
 
@@ -202,28 +205,18 @@ def test_encode_index_sorts_keys_and_is_the_hand_encoding():
     assert raw == index_bytes([("0xaa", b.encode()), ("0xbb", a.encode())])
 
 
-def test_index_errors():
+@pytest.mark.parametrize("decode, empty", [(codec.decode_index, {}), (codec._map_entries, [])],
+                         ids=["decode_index", "_map_entries"])
+def test_index_errors(decode, empty):
     with pytest.raises(DecodeError) as e:
-        codec.decode_index(b"\x0a\x09short")
+        decode(b"\x0a\x09short")
     assert str(e.value).startswith("index does not decode as WakuMessageArchiveIndex: ")
     assert e.value.code == "index-undecodable" and e.value.__suppress_context__
     with pytest.raises(DecodeError) as e:
-        codec.decode_index(b"\x10\x01")                    # a valid protobuf without archives
+        decode(b"\x10\x01")                               # a valid protobuf without archives
     assert str(e.value) == "index is not empty but holds no archives (encrypted, or not an index)"
     assert e.value.code == "index-undecodable"
-    assert codec.decode_index(b"") == {}
-
-
-def test_map_entries_errors():
-    with pytest.raises(DecodeError) as e:
-        codec._map_entries(b"\x0a\x09short")
-    assert str(e.value).startswith("index does not decode as WakuMessageArchiveIndex: ")
-    assert e.value.code == "index-undecodable" and e.value.__suppress_context__
-    with pytest.raises(DecodeError) as e:
-        codec._map_entries(b"\x10\x01")
-    assert str(e.value) == "index is not empty but holds no archives (encrypted, or not an index)"
-    assert e.value.code == "index-undecodable"
-    assert codec._map_entries(b"") == []
+    assert decode(b"") == empty
 
 
 def test_map_entries_drop_unknown_fields_and_keep_the_last_of_a_key():
@@ -273,6 +266,21 @@ def test_decode_index_returns_data_order():
              ("0xa", entry_bytes(1, 2, [], 0, PIECE_LENGTH, 1)),
              ("0xb", entry_bytes(1, 2, [], PIECE_LENGTH, PIECE_LENGTH, 1))]
     assert list(codec.decode_index(index_bytes(pairs))) == ["0xa", "0xb", "0xc"]
+
+
+def test_decode_index_orders_by_offset_not_size():
+    pairs = [("0xaa", entry_bytes(1, 2, [], 2 * PIECE_LENGTH, PIECE_LENGTH, 1)),    # key order and size order: aa
+             ("0xbb", entry_bytes(1, 2, [], 0, 2 * PIECE_LENGTH, 1))]
+    assert list(codec.decode_index(index_bytes(pairs))) == ["0xbb", "0xaa"]
+
+
+def test_decode_index_repeated_key_at_distinct_offsets_keeps_the_last_written():
+    # no zero field written (proto3 drops them on re-encoding, and a longer input takes the slow path instead)
+    v = [entry_bytes(i, i + 1, [], o, PIECE_LENGTH, 1) for i, o in zip([1, 2, 3], [0, PIECE_LENGTH, 2 * PIECE_LENGTH])]
+    raw = index_bytes([("0xb", v[1]), ("0xb", v[0]), ("0xa", v[2])])
+    assert pb.WakuMessageArchiveIndex.FromString(raw).ByteSize() < len(raw)      # a map would drop the twin ...
+    assert codec._IndexEntries.FromString(raw).ByteSize() == len(raw)             # ... the decoder's list keeps it
+    assert [(k, e.start) for k, e in codec.decode_index(raw).items()] == [("0xb", 1), ("0xa", 3)]
 
 
 def test_decode_index_with_a_repeated_key_or_offset():

@@ -113,7 +113,7 @@ def test_final_folder_sync_failure_keeps_the_new_index(tmp_path, monkeypatch):
         def fsync_dir(self, path):
             calls.append(path)
             if len(calls) >= 4:                                 # prev, tmp, step 5 done; the final one fails
-                raise OSError(errno.EIO, "boom", str(path))
+                raise OSError(errno.EIO, "boom")                # no file name: the message names the folder
             return super().fsync_dir(path)
     monkeypatch.setattr(diskio, "disk", LastSync())
     with pytest.raises(ArchiveError) as e:
@@ -136,3 +136,47 @@ def test_an_exception_that_is_not_oserror_is_reraised_after_undo(tmp_path, monke
         f.append([arch(2)])
     monkeypatch.setattr(diskio, "disk", diskio.DiskIO())
     assert f.data_path.stat().st_size == 2 * PIECE_LENGTH and list(f.entries) == ids
+
+
+class FullOnWrite(diskio.DiskIO):
+    """write() to `data` fails as on a full disk: an OSError without a file name, after `allow` writes went through;
+    with `stuck`, cutting the data back fails too."""
+
+    def __init__(self, allow=0, stuck=False):
+        self.allow, self.stuck = allow, stuck
+
+    def write(self, f, data):
+        if str(f.name).endswith("/data"):
+            if self.allow <= 0:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.allow -= 1
+        return super().write(f, data)
+
+    def truncate(self, path, size):
+        if self.stuck:
+            raise OSError(errno.EIO, "boom", str(path))
+        return super().truncate(path, size)
+
+
+def test_a_full_disk_while_writing_data_names_the_data_file(tmp_path, monkeypatch):
+    f, ids = made(tmp_path)
+    monkeypatch.setattr(diskio, "disk", FullOnWrite())
+    with pytest.raises(ArchiveError) as e:
+        f.append([arch(2)])
+    assert str(e.value) == (f"disk full while appending archives to {f.data_path} (No space left on device); the "
+                            "append was undone: data, index and torrent are as they were before this build")
+    assert e.value.code == "disk-full" and not f.pending_path.exists()
+
+
+def test_append_pending_holds_the_offset_the_next_open_cuts_to(tmp_path, monkeypatch):
+    f, ids = made(tmp_path)
+    monkeypatch.setattr(diskio, "disk", FullOnWrite(allow=1, stuck=True))   # the archive went in, its padding not
+    with pytest.raises(ArchiveError) as e:
+        f.append([arch(2)])
+    assert str(e.value).endswith("; the appended bytes could not be cut back yet; they are not indexed, and the next "
+                                 "open of the folder cuts them")
+    monkeypatch.setattr(diskio, "disk", diskio.DiskIO())
+    grown = f.data_path.stat().st_size - 2 * PIECE_LENGTH
+    assert grown > 0 and f.pending_path.read_bytes() == str(2 * PIECE_LENGTH).encode()
+    g = ArchiveFolder(f.path)
+    assert g.recovered_bytes == grown and list(g.entries) == ids and f.data_path.stat().st_size == 2 * PIECE_LENGTH

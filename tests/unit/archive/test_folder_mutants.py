@@ -4,9 +4,11 @@ pinned against the survivors of `make mutation` (docs/QUALITY.md). Real files. A
 test_folder_append_mutants.py."""
 from __future__ import annotations
 
+import errno
+
 import pytest
 
-from core.archive import codec, folder as fm
+from core.archive import codec, diskio, folder as fm
 from core.archive.constants import PIECE_LENGTH
 from core.archive.errors import ArchiveError, CorruptFolder
 from core.archive.folder import ArchiveFolder, IndexCodec, NewArchive
@@ -31,6 +33,19 @@ def made(tmp_path, n=2, **kw) -> tuple[ArchiveFolder, list[str]]:
 
 def files(path):
     return sorted(p.name for p in path.iterdir())
+
+
+def rename_lost(tmp_path, tmp=None):
+    """Two archives, then a third append whose final rename a crash lost: data holds three archives, `index` is
+    the old one again and `index.tmp` holds `tmp(entries_before)` (by default the new index). Returns
+    (folder, ids, old index, new index)."""
+    f, ids = made(tmp_path)
+    old, before = f.index_path.read_bytes(), dict(f.entries)
+    f.append([arch(2)])
+    new = f.index_path.read_bytes()
+    f.index_path.write_bytes(old)
+    (f.path / "index.tmp").write_bytes(new if tmp is None else tmp(before))
+    return f, ids, old, new
 
 
 def test_file_names():
@@ -295,12 +310,7 @@ def test_rebuild_that_would_drop_an_entry_is_refused(tmp_path):
 
 
 def test_finished_append_whose_rename_was_lost_is_adopted(tmp_path):
-    f, ids = made(tmp_path)
-    old = f.index_path.read_bytes()
-    f.append([arch(2)])
-    new = f.index_path.read_bytes()
-    (f.path / "index.tmp").write_bytes(new)
-    f.index_path.write_bytes(old)
+    f, ids, old, new = rename_lost(tmp_path)
     g = ArchiveFolder(f.path)
     assert g.rebuilt_index == "found the index of a finished append that a crash kept from its final rename"
     assert g.index_path.read_bytes() == new and len(g.entries) == 3 and not (g.path / "index.tmp").exists()
@@ -308,12 +318,7 @@ def test_finished_append_whose_rename_was_lost_is_adopted(tmp_path):
 
 
 def test_index_tmp_is_not_adopted_while_pending_or_when_bad(tmp_path):
-    f, ids = made(tmp_path)
-    old = f.index_path.read_bytes()
-    f.append([arch(2)])
-    new = f.index_path.read_bytes()
-    f.index_path.write_bytes(old)
-    (f.path / "index.tmp").write_bytes(b"\xff garbage")
+    f, ids, old, new = rename_lost(tmp_path, tmp=lambda before: b"\xff garbage")
     g = ArchiveFolder(f.path)                                  # rebuilt from data instead
     assert len(g.entries) == 3 and g.rebuilt_index.startswith(f"data holds {PIECE_LENGTH} bytes past")
     assert g.prev_path.read_bytes() == old and not (g.path / "index.damaged").exists()   # a good index is .prev
@@ -325,12 +330,7 @@ def test_index_tmp_is_not_adopted_while_pending_or_when_bad(tmp_path):
 
 
 def test_index_tmp_with_a_layout_that_does_not_fit_is_not_adopted(tmp_path):
-    f, ids = made(tmp_path)
-    old = f.index_path.read_bytes()
-    f.append([arch(2)])
-    new = f.index_path.read_bytes()
-    f.index_path.write_bytes(old)
-    (f.path / "index.tmp").write_bytes(new)
+    f, ids, old, new = rename_lost(tmp_path)
     data = bytearray(f.data_path.read_bytes())
     data[-1] = 1                                               # the new archive's padding is not zero
     f.data_path.write_bytes(bytes(data))
@@ -375,11 +375,7 @@ def test_cut_just_under_a_piece_and_pending_past_data(tmp_path):
 
 
 def test_index_tmp_that_drops_an_archive_is_not_adopted(tmp_path):
-    f, ids = made(tmp_path)
-    old = f.index_path.read_bytes()
-    f.append([arch(2)])
-    f.index_path.write_bytes(old)
-    (f.path / "index.tmp").write_bytes(codec.encode_index({ids[0]: f.entries[ids[0]]}))
+    f, ids, old, new = rename_lost(tmp_path, tmp=lambda before: codec.encode_index(dict(list(before.items())[:1])))
     g = ArchiveFolder(f.path)
     assert len(g.entries) == 3 and g.rebuilt_index.endswith("rebuilt the index from data (3 archives, "
                                                             f"{3 * PIECE_LENGTH} bytes); nothing was cut")
@@ -429,3 +425,18 @@ def test_read_archive_names_the_archive_in_its_error(tmp_path):
     with pytest.raises(DecodeError) as e:
         f.read_archive(ids[0])
     assert e.value.archive_id == ids[0]
+
+
+def test_an_error_without_a_file_name_while_opening_names_the_folder(tmp_path, monkeypatch):
+    f, ids = made(tmp_path)
+    with open(f.data_path, "ab") as h:
+        h.write(b"x" * 10)                                    # an interrupted append: opening cuts it
+
+    class NoCut(diskio.DiskIO):
+        def truncate(self, path, size):
+            raise OSError(errno.EIO, "boom")                  # as some OS errors come: without a file name
+    monkeypatch.setattr(diskio, "disk", NoCut())
+    with pytest.raises(ArchiveError) as e:
+        ArchiveFolder(f.path)
+    assert str(e.value) == f"I/O error while opening the archive folder at {f.path} (boom); no byte of data was cut"
+    assert f.data_path.stat().st_size == 2 * PIECE_LENGTH + 10

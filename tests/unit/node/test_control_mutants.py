@@ -24,6 +24,24 @@ def ev(o, name):
     return [e for e in o.events if e.name == name]
 
 
+def archived(tmp_path, n, weeks, cfg=(), open_window=0, **open_kw):
+    """An owner node (`cfg`: fields of its CommunityConfig) opened with `open_kw`, `n` messages over `weeks` weeks
+    from T0 (and `open_window` more in the window after them), started one `grace` (an hour) after the last of those
+    windows closed, so that all `weeks` are archived. Returns (owner, node, base): base is the oldest message's
+    time, where the first window starts."""
+    o = owner(tmp_path)
+    for k, v in dict(cfg).items():
+        setattr(o.cfg, k, v)
+    node = o.open(**open_kw)
+    o.store(o.gen.messages(n, start=T0, span=weeks * WEEK))
+    base = o.oldest()
+    if open_window:
+        o.store(o.gen.messages(open_window, start=base + weeks * WEEK + 10, span=60))
+    o.clock.set(base + weeks * WEEK + HOUR)
+    node.start()
+    return o, node, base
+
+
 def test_constants():
     assert (C.CATCH_UP_LIMIT, C.BUILD_RETRY_SECONDS, C.RETENTION_RETRY_SECONDS) == (30 * 86400, 600, 3600)
     assert C.EARLIEST == -(1 << 62)
@@ -68,13 +86,8 @@ class Seeder:
 
 
 def test_start_builds_seeds_announces_and_says_when_next(tmp_path):
-    o = owner(tmp_path)
     seeder = Seeder()
-    node = o.open(seeder=seeder)
-    o.store(o.gen.messages(50, start=T0, span=2 * WEEK))
-    base = o.oldest()
-    o.clock.set(base + 2 * WEEK + HOUR)                   # the second window closed exactly `grace` ago
-    node.start()
+    o, node, base = archived(tmp_path, 50, 2, seeder=seeder)  # the second window closed exactly `grace` ago
     f = o.folder()
     assert len(f.entries) == 2 and f.last_end == base + 2 * WEEK
     assert seeder.calls == [(o.cid, o.paths.archive_dir, o.paths.torrent_dir / f"{o.cid}.torrent")]
@@ -87,6 +100,7 @@ def test_start_builds_seeds_announces_and_says_when_next(tmp_path):
     waiting = [e for e in ev(o, E.WAITING) if "until" in e.data]
     assert waiting[-1].data == {"until": due, "reason": f"next archive due at {due}: the current 7-day window "
                                                        "closes, plus 3600 s for late messages"}
+    assert waiting[-1].community_id == o.cid
     assert node.next_archive_due() == due and node.announcements == 1
     assert o.state.archive_info(o.cid).last_message_archive_end_date == base + 2 * WEEK
     node.set_support(False)
@@ -201,16 +215,13 @@ def test_catch_up_asks_from_the_last_end_or_30_days(tmp_path):
     assert asked == [(keys, T0 - 30 * 86400, T0)]
     assert ev(o, E.WAITING)[-1].data == {"reason": f"catching up missed messages from store nodes since "
                                                    f"{T0 - 30 * 86400}"}
+    assert ev(o, E.WAITING)[-1].community_id == o.cid
     node.store_query = None
     assert node.catch_up() == 0 and len(asked) == 1
 
 
 def test_catch_up_after_an_archive_starts_at_its_end(tmp_path):
-    o = owner(tmp_path)
-    node = o.open()
-    o.store(o.gen.messages(20, start=T0, span=WEEK))
-    o.clock.set(o.oldest() + WEEK + HOUR)
-    node.start()
+    o, node, _ = archived(tmp_path, 20, 1)
     end = o.folder().last_end
     asked = []
     node.store_query = lambda topics, a, b: asked.append((a, b)) or []
@@ -219,12 +230,7 @@ def test_catch_up_after_an_archive_starts_at_its_end(tmp_path):
 
 
 def test_late_messages_note_and_windows(tmp_path, caplog):
-    o = owner(tmp_path)
-    node = o.open()
-    o.store(o.gen.messages(30, start=T0, span=WEEK))
-    base = o.oldest()
-    o.clock.set(base + WEEK + HOUR)
-    node.start()
+    o, node, base = archived(tmp_path, 30, 1)
     o.events.clear()
     late = list(o.gen.messages(2, start=base + 100, span=10))
     with caplog.at_level(logging.WARNING, logger="core.node.control"):
@@ -233,8 +239,8 @@ def test_late_messages_note_and_windows(tmp_path, caplog):
     assert node.note() == "1 message arrived after its week was archived (kept, not in any archive)"
     (e,) = ev(o, E.LATE_MESSAGES)
     assert e.community_id == o.cid and e.data == {"count": 1, "total": 1, "windows": [[base, base + WEEK, 1]]}
-    assert f"1 messages arrived after their week was archived; kept in waku_messages, in no archive (1 in all; " \
-           f"windows [{base}, {base + WEEK}): 1)" in caplog.text
+    assert f"{o.cid}: 1 messages arrived after their week was archived; kept in waku_messages, in no archive " \
+           f"(1 in all; windows [{base}, {base + WEEK}): 1)" in caplog.text
     o.store(late[1:])
     assert node.late_messages == 2 and node.late_windows() == {(base, base + WEEK): 2}
     assert node.note() == "2 messages arrived after their week was archived (kept, not in any archive)"
@@ -256,12 +262,7 @@ def test_codex_without_api_url(tmp_path):
 
 
 def test_retention_limit_is_the_older_of_retention_and_the_last_archive(tmp_path):
-    o = owner(tmp_path)
-    node = o.open(retention=2 * WEEK)
-    o.store(o.gen.messages(60, start=T0, span=3 * WEEK))
-    base = o.oldest()
-    o.clock.set(base + 3 * WEEK + HOUR)
-    node.start()                                          # three windows archived
+    o, node, base = archived(tmp_path, 60, 3, retention=2 * WEEK)  # three windows archived
     o.clock.set(base + 3 * WEEK + 2 * HOUR)
     before = o.stored()
     deleted = node.apply_retention()
@@ -272,18 +273,25 @@ def test_retention_limit_is_the_older_of_retention_and_the_last_archive(tmp_path
 
 
 def test_retention_with_an_unreadable_index_waits_an_hour(tmp_path, caplog):
-    o = owner(tmp_path)
-    node = o.open(retention=WEEK)
-    o.store(o.gen.messages(30, start=T0, span=2 * WEEK))
-    base = o.oldest()
-    o.clock.set(base + 2 * WEEK + HOUR)
-    node.start()
-    (o.paths.archive_dir / o.cid / "index").write_bytes(b"\xff garbage")
+    o, node, base = archived(tmp_path, 30, 2, retention=WEEK)
+    index = o.paths.archive_dir / o.cid / "index"
+    good = index.read_bytes()
+    index.write_bytes(b"\xff garbage")
     o.clock.set(base + 4 * WEEK)
     with caplog.at_level(logging.WARNING, logger="core.node.control"):
         assert node.apply_retention() == 0
-    assert "retention keeps every message: the archive index cannot be read (index-undecodable: " in caplog.text
+    (line,) = [r.getMessage() for r in caplog.records]
+    folder = o.paths.archive_dir / o.cid
+    assert line == (f"{o.cid}: retention keeps every message: the archive index cannot be read (index-undecodable: "
+                    f"archive folder {folder} is not trusted: the index does not decode (index does not decode as "
+                    "WakuMessageArchiveIndex: Error parsing message with type 'archivist.IndexEntries'). Nothing was "
+                    f"cut, changed or published; to recover run `archivist verify {folder}` and put a good index back)")
     assert node._retention_hold == base + 4 * WEEK + 3600
+    index.write_bytes(good)
+    o.clock.set(base + 4 * WEEK + 3600 - 1)
+    assert node.apply_retention() == 0                     # held for the hour
+    o.clock.set(base + 4 * WEEK + 3600)
+    assert node.apply_retention() > 0                      # and not a second longer
 
 
 def test_switching_back_on_starts_again(tmp_path):
@@ -298,12 +306,8 @@ def test_switching_back_on_starts_again(tmp_path):
 
 
 def test_refusal_logs_once_and_stops_seeding(tmp_path, caplog):
-    o = owner(tmp_path)
     seeder = Seeder()
-    node = o.open(seeder=seeder)
-    o.store(o.gen.messages(20, start=T0, span=WEEK))
-    o.clock.set(o.oldest() + WEEK + HOUR)
-    node.start()
+    o, node, _ = archived(tmp_path, 20, 1, seeder=seeder)
     handle = node.seeding
     assert handle is seeder.handles[0]
     o.events.clear()
@@ -314,6 +318,10 @@ def test_refusal_logs_once_and_stops_seeding(tmp_path, caplog):
         "index-gap: bad index"]
     assert handle.stopped == 1 and node.seeding is None
     assert [(e.name, e.community_id) for e in o.events] == [(E.HISTORY_ARCHIVES_UNSEEDED, o.cid), (E.ERROR, o.cid)]
+    node2 = o.open()                                         # nothing seeded: a refusal says only the error
+    o.events.clear()
+    node2._refuse(CorruptFolder("bad index", code="index-gap"))
+    assert o.names() == [E.ERROR]
 
 
 def test_a_build_failure_at_start_still_announces_a_corrupt_one_does_not(tmp_path, caplog):
@@ -446,30 +454,20 @@ class Inline:
 
 
 def test_offloaded_build_and_retention_prove_the_same(tmp_path):
-    o = owner(tmp_path)
     off = Inline()
-    node = o.open(retention=WEEK, offload=off)
-    o.store(o.gen.messages(40, start=T0, span=2 * WEEK))
-    base = o.oldest()
-    o.clock.set(base + 2 * WEEK + HOUR)
-    node.start()
+    o, node, base = archived(tmp_path, 40, 2, retention=WEEK, offload=off)
     assert off.jobs == ["build_job"] and len(o.folder().entries) == 2
     o.clock.set(base + 3 * WEEK)
     before = o.stored()
     deleted = node.apply_retention()
     assert "torrent_window_ids" in off.jobs and deleted > 0
     gone = before - o.stored()
-    archived = o.archived()
-    assert len(gone) == deleted and all(archived[h][1] <= base + 2 * WEEK for h in gone)
+    rows = o.archived()
+    assert len(gone) == deleted and all(rows[h][1] <= base + 2 * WEEK for h in gone)
 
 
 def test_late_rows_of_two_windows_and_of_no_window(tmp_path):
-    o = owner(tmp_path)
-    node = o.open()
-    o.store(o.gen.messages(40, start=T0, span=2 * WEEK))
-    base = o.oldest()
-    o.clock.set(base + 2 * WEEK + HOUR)
-    node.start()
+    o, node, base = archived(tmp_path, 40, 2)
     a, b = list(o.gen.messages(1, start=base + 50, span=1)), list(o.gen.messages(1, start=base + WEEK + 50, span=1))
     early = list(o.gen.messages(1, start=base - 100, span=1))          # before the first archive: in no window
     assert o.store(a + b + early) == 3
@@ -478,17 +476,14 @@ def test_late_rows_of_two_windows_and_of_no_window(tmp_path):
 
 
 def test_unprovable_archives_keep_every_message_and_say_so(tmp_path, caplog):
-    o = owner(tmp_path)
-    node = o.open(retention=WEEK)
-    o.store(o.gen.messages(30, start=T0, span=2 * WEEK))
-    base = o.oldest()
-    o.clock.set(base + 2 * WEEK + HOUR)
-    node.start()
+    o, node, base = archived(tmp_path, 30, 2, retention=WEEK)
     (o.paths.torrent_dir / f"{o.cid}.torrent").unlink()
     o.clock.set(base + 4 * WEEK)
     before = o.stored()
     with caplog.at_level(logging.WARNING, logger="core.node.control"):
         assert node.apply_retention() == 0
     assert o.stored() == before
-    assert any(r.getMessage().startswith(f"{o.cid}: keeping every message: the archives cannot be proven (")
-               for r in caplog.records)
+    torrent = o.paths.torrent_dir / f"{o.cid}.torrent"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{o.cid}: keeping every message: the archives cannot be proven ([Errno 2] No such file or directory: "
+        f"'{torrent}')"]

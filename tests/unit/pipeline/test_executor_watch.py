@@ -13,12 +13,19 @@ class Clock:
         return self.now
 
 
+def looks(watch: ExecutorWatch, clock: Clock, times: int, every: float, executors: int) -> list[bool]:
+    """What `times` looks, `every` seconds apart, each seeing `executors`, answered."""
+    out = []
+    for _ in range(times):
+        clock.now += every
+        out.append(watch.observe(executors))
+    return out
+
+
 def test_gives_up_at_the_timeout_and_not_before():
     clock = Clock()
     watch = ExecutorWatch(15.0, clock)
-    for _ in range(14):
-        clock.now += 1.0
-        assert watch.observe(0) is False
+    assert looks(watch, clock, 14, 1.0, 0) == [False] * 14
     clock.now += 0.999
     assert watch.observe(0) is False          # 14.999 s without an executor
     clock.now += 0.001
@@ -44,9 +51,7 @@ def test_an_executor_seen_in_time_starts_the_count_again():
 def test_executors_all_along_never_give_up():
     clock = Clock()
     watch = ExecutorWatch(1.0, clock)
-    for _ in range(100):
-        clock.now += 10.0
-        assert watch.observe(1) is False
+    assert looks(watch, clock, 100, 10.0, 1) == [False] * 100
 
 
 def test_a_slow_look_counts_the_time_it_took():

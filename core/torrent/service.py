@@ -215,7 +215,7 @@ class TorrentService:
                     pass
             except BlockingIOError:
                 pass
-            while True:
+            while not self._stop.is_set():
                 try:
                     fn, fut = self._cmds.get_nowait()
                 except queue.Empty:
@@ -225,6 +225,8 @@ class TorrentService:
                         fut.set_result(fn())
                     except BaseException as e:  # handed to the caller
                         fut.set_exception(e)
+            if self._stop.is_set():   # e.g. a command that outlasted close(): the session and the pipe are gone
+                break
             for e in [e for a in ses.pop_alerts() for e in _convert(a)]:
                 self._dispatch(e)
             now = self.clock()
@@ -273,8 +275,9 @@ class TorrentService:
             self.emit(ev.TorrentEvent(ev.RESUME_SAVED, e.infohash, {"bytes": len(e.data["data"])}))
 
     def _nodelay(self) -> None:
-        if self.settings.tcp_nodelay:
-            set_nodelay({self._ses.listen_port()}, self._remotes)
+        ses = self._ses
+        if self.settings.tcp_nodelay and ses is not None:
+            set_nodelay({ses.listen_port()}, self._remotes)
 
     def _save_all_resume(self) -> None:
         """Runs on the alert thread: ask every unfinished download for resume data and wait for all of them."""

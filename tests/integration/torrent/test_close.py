@@ -45,12 +45,17 @@ def test_two_threads_close_one_session_and_both_return_cleanly(tmp_path):
     assert not (tmp_path / "state" / "running.marker").exists()  # the clean-shutdown marker went with it
 
 
-def test_a_stuck_alert_thread_does_not_keep_close_waiting(tmp_path, caplog):
+def test_a_stuck_alert_thread_does_not_keep_close_waiting(tmp_path, caplog, monkeypatch):
+    crashed: list = []
+    monkeypatch.setattr(threading, "excepthook", crashed.append)
     svc = _service(tmp_path)
     release = threading.Event()
     entered = threading.Event()
     svc.call(lambda: (entered.set(), release.wait(60)))       # an owner stuck in a callback
     assert entered.wait(30)
+    ran: list = []
+    queued = svc.call(lambda: ran.append("after close"))      # waits behind the stuck callback
+    alerts = svc._thread
     try:
         svc.close(timeout=0.5)
         assert svc._thread is None and svc._ses is None
@@ -59,6 +64,9 @@ def test_a_stuck_alert_thread_does_not_keep_close_waiting(tmp_path, caplog):
         svc.close(timeout=0.5)                                  # again: a no-op, not an AttributeError
     finally:
         release.set()
+    alerts.join(30)       # the callback returns after the close: the thread ends without touching the closed session
+    assert not alerts.is_alive() and crashed == []
+    assert ran == [] and "torrent service stopped" in str(queued.exception(0))   # nothing ran on the closed session
 
 
 def test_a_command_after_close_fails_at_once(tmp_path):

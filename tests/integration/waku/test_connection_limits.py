@@ -210,5 +210,7 @@ def test_incoming_limit_refuses_strangers_but_not_configured_peers(tmp_path):
         configured.add_peer(victim.listen_addrs[0])
         configured.wait_for_relay_peer(victim.peer_id, timeout=EXCHANGE_DEADLINE_S)
         stats = _settled_stats(victim)
-        assert stats["refused"]["incoming full"] == 1 and stats["incoming"] == 1
+        # the stranger is refused (once per dial it makes: libp2p may dial again, as in one CI run: 2), the configured
+        # peer is admitted though the limit is reached, and only one stranger holds a slot
+        assert stats["refused"]["incoming full"] >= 1 and stats["incoming"] == 1
         assert set(victim.connected_peers()) == {first.peer_id, configured.peer_id}

@@ -1,6 +1,7 @@
 """Payload v1 against a second implementation: js-waku's @waku/message-encryption (npm, pinned in js/).
 
 Envelopes we make open in js-waku (payload and recovered signer equal), and envelopes js-waku makes open in ours."""
+import fcntl
 import json
 import random
 import shutil
@@ -14,15 +15,20 @@ from core.status import payload_v1
 from core.status.errors import PayloadError
 
 JS = Path(__file__).resolve().parent / "js"
-pytestmark = pytest.mark.interop
+# one xdist worker runs the whole module (make test: --dist loadgroup): `npm ci` below first deletes node_modules,
+# so two workers installing at once broke each other's helper (ERR_MODULE_NOT_FOUND in one CI run)
+pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("js_payload")]
 
 
 @pytest.fixture(scope="module")
 def js_waku():
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("Node.js/npm not installed")
-    if not (JS / "node_modules" / "@waku" / "message-encryption").is_dir():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=JS, check=True, capture_output=True, timeout=600)
+    with open(JS / ".npm-install.lock", "w") as lock:     # and a lock for runs without loadgroup
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (JS / "node_modules" / "@waku" / "message-encryption" / "package.json").is_file():
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=JS, check=True, capture_output=True,
+                           timeout=600)
     proc = subprocess.Popen(["node", str(JS / "payload_v1.mjs")], cwd=JS, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
 

@@ -18,6 +18,9 @@ def cmd_node(a) -> int:
     if a.data_dir:
         from pathlib import Path
         settings.data_dir = Path(a.data_dir)
+    _log_to_stderr(a.log_level)
+    import faulthandler
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)   # `kill -USR1`: where it is stuck
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -42,9 +45,21 @@ def cmd_node(a) -> int:
     return 0
 
 
+def _log_to_stderr(level: str) -> None:
+    """The node's own log (the `core` loggers) at `level` on stderr; other libraries stay at warning."""
+    import logging
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(logging.WARNING)
+    logging.getLogger("core").setLevel(level.upper())
+
+
 def register(sub) -> None:
     p = sub.add_parser("node")
     p.add_argument("--config", required=True, help="TOML file (see docs/NODE.md)")
     p.add_argument("--data-dir", help="override data_dir")
+    p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
+                   help="how much of the node's own log goes to stderr (default: warning)")
     p.add_argument("--run-for", type=float, help="stop after this many seconds (scripts, tests)")
     p.set_defaults(func=cmd_node)

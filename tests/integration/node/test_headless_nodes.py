@@ -3,6 +3,7 @@
 gets the link (from the store or the relay), waits, downloads and imports."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -35,7 +36,8 @@ def _config(path: Path, data_dir: Path, role: str, gen, keyfile=None, waku_peers
 class NodeProcess:
     def __init__(self, config: Path):
         self.stderr = open(config.with_suffix(".stderr"), "w+")   # a file: a chatty child never blocks on it
-        self.proc = subprocess.Popen([sys.executable, "-m", "core.cli", "node", "--config", str(config)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "core.cli", "node", "--config", str(config),
+                                      "--log-level", "debug"],
                                      stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=ROOT,
                                      env={**os.environ, "PYTHONPATH": str(ROOT)})
         self.events: list[dict] = []
@@ -46,14 +48,21 @@ class NodeProcess:
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
         if not sel.select(timeout):
-            raise TimeoutError("no event from node")
+            seen = [e.get("event") for e in self.events[-5:]]
+            self.proc.send_signal(signal.SIGUSR1)    # the node dumps every thread's stack to its log...
+            self.stop()                              # ...before it handles SIGTERM (the lower signal goes first)
+            raise TimeoutError(f"no event from node in {timeout:.0f} s; last events {seen}; its log and stacks:\n"
+                               f"{self.log_tail(20000)}")
         line = self.proc.stdout.readline()
         if not line:
-            self.stderr.seek(0)
-            raise RuntimeError("node exited: " + self.stderr.read()[-3000:])
+            raise RuntimeError("node exited: " + self.log_tail())
         ev = json.loads(line)
         self.events.append(ev)
         return ev
+
+    def log_tail(self, chars: int = 6000) -> str:
+        with open(self.stderr.name) as f:
+            return f.read()[-chars:]
 
     def wait_for(self, name: str, timeout: float = 90.0) -> dict:
         deadline = time.monotonic() + timeout
@@ -64,12 +73,13 @@ class NodeProcess:
         raise TimeoutError(name)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
         self.proc.stdout.close()
         self.stderr.close()
 

@@ -37,8 +37,8 @@ def cmd_node(a) -> int:
             "communities": [{"id": c.community_id, "role": c.role} for c in settings.communities]}
     with lock:
         print_json(info)
-    node.start_communities()
-    try:
+    try:   # a community that fails to start stops the node too: its threads would keep a dead process alive
+        node.start_communities()
         stop.wait(a.run_for) if a.run_for else stop.wait()
     finally:
         node.stop()

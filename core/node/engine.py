@@ -14,13 +14,15 @@ from core.node import events as E
 from core.node.clock import SystemClock
 from core.node.community import CommunityConfig, NodePaths
 from core.node.control import ControlNode
-from core.node.member import MemberNode
+from core.node.link_catchup import LinkCatchUp
+from core.node.member import NO_LINK_YET, MemberNode
 from core.node.state import (ArchiveInfo, ArchiveSupport, CommunityState, DownloadPolicy, DownloadProgress, Role,
                              SeedingState)
 from core.status import topics as status_topics
 from core.storage.archive_state import ArchiveStateDB
 
 log = logging.getLogger(__name__)
+NO_LINK_QUERY_FAILED = "no archive link yet: the store query failed"
 
 
 class Engine:
@@ -64,6 +66,7 @@ class Engine:
         self._ticked: set[str] = set()         # communities whose start is queued: the timer ticks these
         self.monotonic = monotonic            # download rate: seconds between snapshots (injectable)
         self._rates: dict[str, tuple[str, deque]] = {}   # cid -> (infohash, recent (time, bytes done))
+        self.links = LinkCatchUp(self.clock)   # members: when to ask the store for archive links again
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     def add_community(self, cfg: CommunityConfig) -> Future:
@@ -97,8 +100,8 @@ class Engine:
         elif self.transport is not None:
             for chat in cfg.link_chat_ids:
                 ct = status_topics.content_topic(chat)
-                self._unsubs.append(self.transport.subscribe([ct], lambda m, n=node, c=chat: self.submit(
-                    n.cid, n.on_envelope, m.payload, c)))
+                self._unsubs.append(self.transport.subscribe([ct], lambda m, n=node, c=chat: self._relayed_link(
+                    n, m, c)))
         with self._lock:
             fut = self.submit(cfg.community_id, self._start_node, node)
             self._ticked.add(cfg.community_id)      # ticks only after its start, as before
@@ -117,11 +120,33 @@ class Engine:
     def _start_node(self, node) -> None:
         node.start()  # first resume what an earlier run left pending, then look for newer links
         if isinstance(node, MemberNode) and self.transport is not None:
-            # links announced while we were away: ask the store, newest last
-            since = int(self.clock.now()) - 30 * 24 * 3600
+            self._query_links(node)
+
+    def _relayed_link(self, node: MemberNode, m, chat: str) -> None:
+        if self.links.first_sighting(node.cid, m.hash):
+            self.submit(node.cid, node.on_envelope, m.payload, chat)
+
+    def _query_links(self, node: MemberNode) -> None:
+        """Links announced while we were away (or whose relay we missed): ask the store, newest last. A failed
+        query is asked again soon (core/node/link_catchup.py), and says so while the member has no link yet."""
+        start, end = self.links.begin(node.cid)
+        errors: list = []
+        try:
             for chat in node.cfg.link_chat_ids:
-                for m in self.transport.query([status_topics.content_topic(chat)], since, int(self.clock.now()) + 1):
-                    node.on_envelope(m.payload, chat)
+                for m in self.transport.query([status_topics.content_topic(chat)], start, end, errors=errors):
+                    if self.links.first_sighting(node.cid, m.hash):
+                        node.on_envelope(m.payload, chat)
+        except Exception as e:  # noqa: BLE001 - a transport failure of any kind is retried, never fatal
+            log.warning("store query for %s failed: %s", node.cid, e)
+            errors.append(("store", str(e) or type(e).__name__))
+        delay = self.links.finished(node.cid, end - 1, errors)
+        if node.job is not None or self.state.pending_link(node.cid) is not None or \
+                self.state.archive_info(node.cid).last_magnetlink_uri:
+            return
+        if errors:
+            node._wait(f"{NO_LINK_QUERY_FAILED} ({errors[-1][1]}); asking again in {delay:.0f} s")
+        elif (node.waiting_reason or "").startswith(NO_LINK_QUERY_FAILED):
+            node._wait(NO_LINK_YET)
 
     def start(self) -> "Engine":
         self._timer = threading.Thread(target=self._run_timer, name="engine-timer", daemon=True)
@@ -136,6 +161,9 @@ class Engine:
         with self._lock:
             live = [(cid, n) for cid, n in self.nodes.items() if cid in self._ticked]
         futures = [self.submit(cid, n.tick) for cid, n in live]
+        if self.transport is not None:
+            futures += [self.submit(cid, self._query_links, n) for cid, n in live
+                        if isinstance(n, MemberNode) and self.links.due(cid)]
         if self._group_keys_added():
             futures += [self.submit(cid, n.retry_parked) for cid, n in live if isinstance(n, MemberNode)]
         return futures

@@ -21,6 +21,7 @@ from core.storage.history import HistoryWriteError
 
 log = logging.getLogger(__name__)
 SETTLE_SECONDS = 20.0
+NO_LINK_YET = "no archive link received yet"
 RETRY_SECONDS = (30, 120, 600, 1800)      # back-off after a failed download: never a tight loop
 
 Hydrator = Callable[[str, Path, Mapping[str, IndexEntry]], int]
@@ -49,7 +50,7 @@ class MemberNode:
         self.parked: dict[str, str] = {}          # archive ID -> reason (e.g. decryption key missing)
         self.link_parked: str | None = None       # the whole link waits (its index needs a missing key)
         self.index_unwrap = None                  # bytes -> bytes (encrypted communities' index)
-        self.waiting_reason: str | None = "no archive link received yet"
+        self.waiting_reason: str | None = NO_LINK_YET
 
     @property
     def cid(self) -> str:

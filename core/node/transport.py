@@ -14,7 +14,9 @@ Callback = Callable[[ReceivedWakuMessage], None]
 class Transport(Protocol):
     def publish(self, content_topic: str, payload: bytes, timestamp_ns: int) -> None: ...
     def subscribe(self, content_topics: Sequence[str], callback: Callback) -> Callable[[], None]: ...
-    def query(self, content_topics: Sequence[str], start: int, end: int) -> Iterable[ReceivedWakuMessage]: ...
+    def query(self, content_topics: Sequence[str], start: int, end: int,
+              errors: list | None = None) -> Iterable[ReceivedWakuMessage]:
+        """Stored messages in [start, end) (seconds); a store that fails appends (peer, reason) to `errors`."""
 
 
 class LocalHub:
@@ -49,7 +51,8 @@ class LocalHub:
                     self._subs.remove(entry)
         return unsubscribe
 
-    def query(self, content_topics: Sequence[str], start: int, end: int) -> list[ReceivedWakuMessage]:
+    def query(self, content_topics: Sequence[str], start: int, end: int,
+              errors: list | None = None) -> list[ReceivedWakuMessage]:
         topics = set(content_topics)
         with self._lock:
             return [m for m in self._store
@@ -80,8 +83,10 @@ class WakuTransport:
         m = rm.message
         return ReceivedWakuMessage(m.content_topic, m.payload, m.timestamp or 0, rm.hash)
 
-    def query(self, content_topics: Sequence[str], start: int, end: int) -> Iterable[ReceivedWakuMessage]:
-        """Ask each known store peer (then our own store); a peer that fails is skipped, not fatal."""
+    def query(self, content_topics: Sequence[str], start: int, end: int,
+              errors: list | None = None) -> Iterable[ReceivedWakuMessage]:
+        """Ask each known store peer (then our own store); a peer that fails is skipped, not fatal (and listed in
+        `errors` as (peer, reason))."""
         import logging
         from core.waku.errors import WakuError
         seen: set[bytes] = set()
@@ -94,3 +99,5 @@ class WakuTransport:
                         yield self._received(rm)
             except WakuError as e:  # a store node that times out, refuses or goes away: say so, use the others
                 logging.getLogger(__name__).warning("store query to %s failed: %s", peer or "own store", e)
+                if errors is not None:
+                    errors.append((peer or "own store", str(e)))

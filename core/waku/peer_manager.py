@@ -125,8 +125,10 @@ class PeerManager:
         info = info_from_p2p_addr(multiaddr.Multiaddr(addr))
         pid = info.peer_id.pretty()
         self.store.add(pid, [addr], source, enr)
-        self.node.host.get_network().protect(info.peer_id, PROTECT_DIALLED)
-        try:
+        network = self.node.host.get_network()
+        network.protect(info.peer_id, PROTECT_DIALLED)
+        network.unblock_peer(info.peer_id)   # asked for by name (a configured peer, a retry's back-off): try now,
+        try:                                 # not after libp2p's 60 s negative cache of a peer that was down
             with trio.fail_after(self.node.config.dial_timeout_s):
                 await self.node.host.connect(info)
         except Exception:

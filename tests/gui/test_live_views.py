@@ -148,7 +148,7 @@ class SlowTransport:
         self.release.wait(self.delay)
         return lambda: None
 
-    def query(self, topics, start, end):
+    def query(self, topics, start, end, errors=None):
         return []
 
     def publish(self, *a):

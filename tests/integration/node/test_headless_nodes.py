@@ -48,10 +48,10 @@ class NodeProcess:
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
         if not sel.select(timeout):
-            seen = [e.get("event") for e in self.events[-5:]]
+            seen = "\n".join(json.dumps(e)[:400] for e in self.events[-8:])
             self.proc.send_signal(signal.SIGUSR1)    # the node dumps every thread's stack to its log...
             self.stop()                              # ...before it handles SIGTERM (the lower signal goes first)
-            raise TimeoutError(f"no event from node in {timeout:.0f} s; last events {seen}; its log and stacks:\n"
+            raise TimeoutError(f"no event from node in {timeout:.0f} s; last events:\n{seen}\nits log and stacks:\n"
                                f"{self.log_tail(20000)}")
         line = self.proc.stdout.readline()
         if not line:

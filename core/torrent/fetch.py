@@ -352,6 +352,8 @@ class FetchJob:
 
     def _set_state(self, state: str) -> None:
         if state != self.state:
+            log.debug("%s fetch: %s -> %s (%d pieces missing, %d peers)", self.infohash[:12], self.state, state,
+                      len(self.missing), self.peers_connected)
             self.state = state
             self._emit()
 

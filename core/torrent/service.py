@@ -81,6 +81,7 @@ def _convert(a) -> list[ev.TorrentEvent]:
     if t in ("peer_connect_alert", "peer_disconnected_alert"):
         ep = a.endpoint
         return [ev.TorrentEvent(ev.PEER, ih, {"connected": t == "peer_connect_alert", "peer": str(ep),
+                                              "message": a.message(),
                                               "endpoint": (str(ep[0]), int(ep[1])) if isinstance(ep, tuple) else None})]
     if t in ("listen_succeeded_alert", "listen_failed_alert"):
         return [ev.TorrentEvent(ev.LISTEN, "", {"ok": t == "listen_succeeded_alert", "message": a.message(),
@@ -252,6 +253,7 @@ class TorrentService:
             self.listen_ok = e.data["ok"] if self.listen_ok is not True else True
             self._nodelay()
         elif e.kind == ev.PEER and e.data.get("endpoint"):
+            log.debug("%s: %s", e.infohash[:12], e.data.get("message"))   # why a seeder went (support staff)
             if e.data["connected"]:
                 self._remotes.add(e.data["endpoint"])
                 self._nodelay()

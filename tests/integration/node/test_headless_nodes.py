@@ -3,9 +3,11 @@
 gets the link (from the store or the relay), waits, downloads and imports."""
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -41,19 +43,27 @@ class NodeProcess:
                                      stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=ROOT,
                                      env={**os.environ, "PYTHONPATH": str(ROOT)})
         self.events: list[dict] = []
+        # a thread reads the lines: select() on the pipe then a buffered readline() would miss a second event that
+        # arrived in the same read (it waits in Python's buffer while select() waits for new bytes)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.reader = threading.Thread(target=self._read_lines, daemon=True)
+        self.reader.start()
         self.info = self.next_event(60)
 
+    def _read_lines(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put("")                       # end of output: the node exited
+
     def next_event(self, timeout: float) -> dict:
-        import selectors
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
+        try:
+            line = self.lines.get(timeout=max(timeout, 0))
+        except queue.Empty:
             seen = "\n".join(json.dumps(e)[:400] for e in self.events[-8:])
             self.proc.send_signal(signal.SIGUSR1)    # the node dumps every thread's stack to its log...
             self.stop()                              # ...before it handles SIGTERM (the lower signal goes first)
             raise TimeoutError(f"no event from node in {timeout:.0f} s; last events:\n{seen}\nits log and stacks:\n"
                                f"{self.log_tail(20000)}")
-        line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError("node exited: " + self.log_tail())
         ev = json.loads(line)
@@ -80,6 +90,7 @@ class NodeProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.reader.join(10)                     # reads to the end of the output, then stops
         self.proc.stdout.close()
         self.stderr.close()
 

@@ -144,9 +144,9 @@ class Engine:
                 self.state.archive_info(node.cid).last_magnetlink_uri:
             return
         if errors:
-            node._wait(f"{NO_LINK_QUERY_FAILED} ({errors[-1][1]}); asking again in {delay:.0f} s")
+            node.set_waiting(f"{NO_LINK_QUERY_FAILED} ({errors[-1][1]}); asking again in {delay:.0f} s")
         elif (node.waiting_reason or "").startswith(NO_LINK_QUERY_FAILED):
-            node._wait(NO_LINK_YET)
+            node.set_waiting(NO_LINK_YET)
 
     def start(self) -> "Engine":
         self._timer = threading.Thread(target=self._run_timer, name="engine-timer", daemon=True)
@@ -290,7 +290,7 @@ class Engine:
                 node.job.cancel()
                 node.job = None
             node.deadline = None
-            node._wait("download cancelled: resume to continue")
+            node.set_waiting("download cancelled: resume to continue")
         return self.submit(cid, cancel)
 
     def resume_download(self, cid: str) -> Future:

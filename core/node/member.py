@@ -56,7 +56,8 @@ class MemberNode:
     def cid(self) -> str:
         return self.cfg.community_id
 
-    def _wait(self, reason: str, **kw) -> None:
+    def set_waiting(self, reason: str, **kw) -> None:
+        """What the member waits for, in words (the window shows it); published as an event."""
         self.waiting_reason = reason
         self.bus.publish(E.WAITING, self.cid, reason=reason, **kw)
 
@@ -74,7 +75,7 @@ class MemberNode:
             self.job = None
         self.deadline = now + self.settle
         self.failures = 0
-        self._wait(f"waiting {self.settle:.0f} s for newer archive links", until=self.deadline)
+        self.set_waiting(f"waiting {self.settle:.0f} s for newer archive links", until=self.deadline)
         return d
 
     def start(self) -> None:
@@ -83,12 +84,12 @@ class MemberNode:
         the parked set lives in the state database (imported = 0), not only in memory."""
         if self.state.pending_link(self.cid):
             self.deadline = self.clock.now()
-            self._wait("resuming the interrupted archive download")
+            self.set_waiting("resuming the interrupted archive download")
         self._imported_ids()                                # a history replaced or restored: re-import
         try:
             self.finish_authors()                           # authors an interrupted import left pending
         except HistoryWriteError as err:
-            self._wait(f"message authors not recovered yet: {err}")
+            self.set_waiting(f"message authors not recovered yet: {err}")
         left = self.state.archive_ids(self.cid, imported=False)
         if not left:
             return
@@ -97,7 +98,7 @@ class MemberNode:
         try:
             self.retry_parked()
         except (OSError, ArchiveError, KeyMissing) as err:
-            self._wait(f"{len(left)} downloaded archive(s) not imported yet: {err}")
+            self.set_waiting(f"{len(left)} downloaded archive(s) not imported yet: {err}")
 
     def set_policy(self, policy: str, start: int | None = None, end: int | None = None) -> None:
         """A new choice applies to the link we already have: fetch (and import) what it adds."""
@@ -126,10 +127,10 @@ class MemberNode:
 
     def _start(self, link: str) -> None:
         if self.fetcher is None:
-            self._wait("no BitTorrent session configured")
+            self.set_waiting("no BitTorrent session configured")
             return
         self.bus.publish(E.DOWNLOADING_HISTORY_ARCHIVES_STARTED, self.cid, link=link)
-        self._wait("fetching torrent metadata from peers")
+        self.set_waiting("fetching torrent metadata from peers")
         self.job = self.fetcher.fetch(link, self.paths.archive_dir, selection_for(self.cfg), community_id=self.cid,
                                       peers=self.peers)
 
@@ -141,7 +142,7 @@ class MemberNode:
             if snap["code"] == "key-missing":
                 self.link_parked = snap["message"]
                 self.deadline = None               # no retry loop: add_group_key() resumes it
-                self._wait("archive index parked: decryption key missing (resumes as soon as the community's "
+                self.set_waiting("archive index parked: decryption key missing (resumes as soon as the community's "
                            "key arrives)")
                 return
             self._retry_later(snap["code"], snap["message"], "download failed")
@@ -156,7 +157,7 @@ class MemberNode:
             self.state.set_last_magnetlink(self.cid, pending[0])
             self.state.clear_pending_link(self.cid)
         self.bus.publish(E.DOWNLOADING_HISTORY_ARCHIVES_FINISHED, self.cid)
-        self._wait(self._idle_reason())
+        self.set_waiting(self._idle_reason())
 
     def _retry_later(self, code: str, message: str, what: str) -> None:
         """Back off (30 s, 2 min, 10 min, 30 min) and try the pending link again: never a tight loop."""
@@ -164,7 +165,7 @@ class MemberNode:
         delay = RETRY_SECONDS[min(self.failures - 1, len(RETRY_SECONDS) - 1)]
         self.deadline = self.clock.now() + delay
         self.bus.publish(E.ERROR, self.cid, code=code, message=message)
-        self._wait(f"{what} ({message}); retrying in {delay} s", until=self.deadline)
+        self.set_waiting(f"{what} ({message}); retrying in {delay} s", until=self.deadline)
 
     def retry_parked(self) -> int:
         """A key arrived (or the user asked): import the parked archives again, once."""
@@ -172,7 +173,7 @@ class MemberNode:
         if self.link_parked is not None:
             self.link_parked = None
             self.deadline = self.clock.now()       # fetch again: the index can be opened now
-            self._wait("decryption key arrived: resuming the archive download")
+            self.set_waiting("decryption key arrived: resuming the archive download")
         if not self.parked:
             return 0
         raw = (self.paths.archive_dir / self.cid / "index").read_bytes()
@@ -180,7 +181,7 @@ class MemberNode:
         for aid in [a for a in self.parked if a not in entries]:     # no longer in the folder's index
             self.parked[aid] = "not in the local archive index (fetched again with the next link)"
         n = self.import_archives(entries, [a for a in self.parked if a in entries])
-        self._wait(self._idle_reason())
+        self.set_waiting(self._idle_reason())
         return n
 
     def _idle_reason(self) -> str:
@@ -231,7 +232,7 @@ class MemberNode:
             except KeyMissing as err:
                 for aid in group:
                     self.parked[aid] = "decryption key missing"
-                self._wait(f"{len(group)} archive(s) parked: decryption key missing ({err}); "
+                self.set_waiting(f"{len(group)} archive(s) parked: decryption key missing ({err}); "
                            "retried when a key arrives")
                 continue
             except JobCancelled:       # the engine is stopping: this window stays "not imported", redone next start
@@ -260,5 +261,5 @@ class MemberNode:
             if total:
                 self.bus.publish(E.PROGRESS, self.cid, job="authors", done=done, total=total)
             if done < total:
-                self._wait(f"history imported; recovering message authors: {done:,} of {total:,}")
+                self.set_waiting(f"history imported; recovering message authors: {done:,} of {total:,}")
         return finish(self.cid, progress)

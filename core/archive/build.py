@@ -147,8 +147,9 @@ def ahead(items: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
 
 
 def write_torrent(folder: ArchiveFolder, community_id: str, torrent_dir: Path | str,
-                  trackers: Sequence[str]) -> tuple[str, str, Path]:
-    """(Re)write the .torrent atomically; returns (infohash, magnet, path).
+                  trackers: Sequence[str], data_pieces: bytes | None = None) -> tuple[str, str, Path]:
+    """(Re)write the .torrent atomically; returns (infohash, magnet, path). `data_pieces`: the piece hashes of
+    `data` when the caller has them (the Spark build; torrent.build_metainfo), else `data` is read and hashed.
 
     On an I/O error a torrent that no longer describes `data || index` is removed rather than left to be seeded,
     and the error names the file; the next build or `recover_community` writes it."""
@@ -156,7 +157,7 @@ def write_torrent(folder: ArchiveFolder, community_id: str, torrent_dir: Path | 
     path = torrent_path(tdir, community_id)
     try:
         tdir.mkdir(parents=True, exist_ok=True)
-        raw = build_metainfo(folder.path, community_id, trackers)
+        raw = build_metainfo(folder.path, community_id, trackers, data_pieces)
     except OSError as e:
         raise disk_error(e, getattr(e, "filename", None) or path, "making the torrent for", "data and index are "
                          "saved; the torrent was not changed") from None
@@ -248,11 +249,12 @@ def build_archives(db_path: Path | str, community_id: str, topics: Sequence[byte
 
 
 def finish_build(folder: ArchiveFolder, community_id: str, torrent_dir: Path | str, trackers: Sequence[str],
-                 new_ids: list[str], messages: int) -> BuildResult:
-    """Write the torrent (when the folder has any archive) and summarise. Shared with the Spark pipeline."""
+                 new_ids: list[str], messages: int, data_pieces: bytes | None = None) -> BuildResult:
+    """Write the torrent (when the folder has any archive) and summarise. Shared with the Spark pipeline, which
+    passes `data_pieces` (hashed by its executors, see write_torrent)."""
     infohash = magnet = tpath = None
     if folder.entries:
-        infohash, magnet, p = write_torrent(folder, community_id, torrent_dir, trackers)
+        infohash, magnet, p = write_torrent(folder, community_id, torrent_dir, trackers, data_pieces)
         tpath = str(p)
     archives = [{"id": aid, "from": folder.entries[aid].start, "to": folder.entries[aid].end,
                  "offset": folder.entries[aid].offset, "size": folder.entries[aid].size,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 from urllib.parse import quote
 
 import fastbencode
@@ -77,22 +77,83 @@ def piece_hashes(chunks: Iterable[bytes], piece_length: int = PIECE_LENGTH) -> b
     return bytes(out)
 
 
-def _file_chunks(paths: Sequence[Path], block: int = 64 * PIECE_LENGTH) -> Iterable[bytes]:
+def archive_piece_hashes(raw: bytes | memoryview, padding: int, piece_length: int = PIECE_LENGTH) -> bytes:
+    """The piece hashes of one archive as it lies in `data`: `raw`, then `padding` zero bytes. Every archive starts
+    on a piece boundary and fills whole pieces (codec.padded_size), so its pieces hash alone, wherever it lands:
+    `data`'s pieces are its archives' pieces in order (the Spark build hashes each archive in the executor that
+    encoded it). Equal to piece_hashes([raw, bytes(padding)]), without the copy."""
+    if (len(raw) + padding) % piece_length:
+        raise ValueError(f"{len(raw)} + {padding} bytes is not a whole number of {piece_length}-byte pieces")
+    sha1 = hashlib.sha1
+    out = bytearray()
+    mv = memoryview(raw).cast("B")
+    full = len(mv) // piece_length * piece_length
+    for i in range(0, full, piece_length):
+        out += sha1(mv[i:i + piece_length]).digest()
+    tail = len(mv) - full
+    if tail:
+        h = sha1(mv[full:])
+        h.update(bytes(piece_length - tail))
+        out += h.digest()
+        padding -= piece_length - tail
+    if padding:
+        zeros = sha1(bytes(piece_length)).digest()
+        out += zeros * (padding // piece_length)
+    mv.release()
+    return bytes(out)
+
+
+def _file_chunks(paths: Sequence[Path], block: int = 64 * PIECE_LENGTH, limit: int | None = None
+                 ) -> Iterable[bytes]:
+    """The files' bytes in `block`s, at most `limit` bytes in all."""
+    left = limit
     for p in paths:
         with open(p, "rb") as f:
-            while chunk := f.read(block):
+            while left is None or left > 0:
+                chunk = f.read(block if left is None else min(block, left))
+                if not chunk:
+                    break
+                if left is not None:
+                    left -= len(chunk)
                 yield chunk
 
 
-def build_metainfo(folder: Path | str, community_id: str, trackers: Sequence[str] = ()) -> bytes:
-    """The .torrent for `<folder>/{data,index}`: v1 only, name = community ID, no creation date (reproducible)."""
+def data_piece_hashes(path: Path | str, length: int, check: Callable[[], None] | None = None) -> bytes:
+    """The piece hashes of the first `length` bytes of a `data` file (a whole number of pieces: archives already
+    appended; the Spark build hashes them while its executors encode the new ones). `check` runs after each
+    block is read (it raises to stop)."""
+    if length % PIECE_LENGTH:
+        raise ValueError(f"{length} bytes of data is not a whole number of pieces")
+    chunks = _file_chunks([Path(path)], limit=length)
+    if check is not None:
+        chunks = (c for c in chunks if check() is None)
+    pieces = piece_hashes(chunks)
+    if len(pieces) != 20 * (length // PIECE_LENGTH):
+        raise ValueError(f"{path} is shorter than {length} bytes")
+    return pieces
+
+
+def build_metainfo(folder: Path | str, community_id: str, trackers: Sequence[str] = (),
+                   data_pieces: bytes | None = None) -> bytes:
+    """The .torrent for `<folder>/{data,index}`: v1 only, name = community ID, no creation date (reproducible).
+
+    `data_pieces`, when given, are the piece hashes of the whole `data` file, computed elsewhere (by the Spark
+    build's executors, archive by archive); only the index is then read and hashed here. `data` is a whole number
+    of pieces, so the index's pieces start on a piece boundary and hash alone: the bytes are the same."""
     folder = Path(folder)
     paths = [folder / DATA_FILE, folder / INDEX_FILE]
+    sizes = [p.stat().st_size for p in paths]
+    if data_pieces is None:
+        pieces = piece_hashes(_file_chunks(paths))
+    else:
+        if sizes[0] % PIECE_LENGTH or len(data_pieces) != 20 * (sizes[0] // PIECE_LENGTH):
+            raise ValueError(f"{len(data_pieces)} bytes of piece hashes do not describe {sizes[0]} bytes of data")
+        pieces = data_pieces + piece_hashes(_file_chunks(paths[1:]))
     info = {
-        b"files": [{b"length": p.stat().st_size, b"path": [p.name.encode()]} for p in paths],
+        b"files": [{b"length": n, b"path": [p.name.encode()]} for p, n in zip(paths, sizes)],
         b"name": community_id.encode(),
         b"piece length": PIECE_LENGTH,
-        b"pieces": piece_hashes(_file_chunks(paths)),
+        b"pieces": pieces,
     }
     meta: dict[bytes, object] = {b"info": info}
     if trackers:

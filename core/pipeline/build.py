@@ -7,11 +7,16 @@ is checked before it is trusted (a damaged index is rebuilt from data or refused
 cut data). Nothing is written until Spark has produced every archive; a cancel that arrives while the driver
 appends, or a disk fault, is undone by the folder's append (data cut back, index untouched): the folder is left
 exactly as it was.
+
+The torrent's piece hashes are not read back from `data`: each archive fills whole pieces, so the executors hash
+each new archive's pieces as they encode it (encode.encoded_rows), and a driver thread hashes the archives already
+in `data` meanwhile (`OldPieces`); finish_build then hashes only the index.
 """
 from __future__ import annotations
 
 import functools
 import shutil
+import threading
 import time
 import uuid
 from itertools import chain
@@ -22,6 +27,7 @@ from core.archive.build import ArchiveTransform, BuildResult, community_folder, 
 from core.archive.constants import MAX_ARCHIVE_PAYLOAD, PARTITION_SECONDS
 from core.archive.diskio import disk_error
 from core.archive.folder import ArchiveFolder
+from core.archive.torrent import data_piece_hashes
 from core.pipeline.session import SparkJob, SparkOwner
 from core.pipeline.source import STAGE_UNSEEN, STORE_UNSEEN
 from core.pipeline.spark_encode import PipelineError, encode_on_spark
@@ -69,6 +75,7 @@ def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: st
         except OSError as e:
             raise disk_error(e, spool, "creating the spool folder", "nothing was written") from None
         remove = functools.partial(_remove_spool, spool)
+    old = OldPieces(folder.data_path, folder.described_length if windows and topics else 0)
     try:
         try:
             # A cancel is checked before each archive is appended; append undoes what it wrote on any failure.
@@ -84,9 +91,54 @@ def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: st
             if line is None:
                 raise
             raise StageUnseen(line) from None
+    except BaseException:
+        old.stop()
+        raise
     finally:
         remove()
-    return finish_build(folder, community_id, torrent_dir, trackers, new_ids, produced.messages)
+    new_pieces = produced.pieces() if new_ids else None
+    if new_pieces is None:
+        old.stop()
+    old_pieces = old.result() if new_pieces is not None else None
+    data_pieces = None if old_pieces is None else old_pieces + new_pieces   # None: finish_build reads `data`
+    return finish_build(folder, community_id, torrent_dir, trackers, new_ids, produced.messages, data_pieces)
+
+
+class _Stopped(Exception):
+    pass
+
+
+class OldPieces:
+    """The piece hashes of the first `length` bytes of `data` (the archives already there), made on a thread while
+    Spark encodes the new ones (the append only writes after them). `result()` waits: the hashes, or None if they
+    could not be made (finish_build then reads `data` itself and reports any disk error); `stop()` ends the
+    thread early (a failed or cancelled build)."""
+
+    def __init__(self, path: Path, length: int):
+        self._stop = threading.Event()
+        self._pieces: bytes | None = b"" if length == 0 else None
+        self._thread: threading.Thread | None = None
+        if length:
+            self._thread = threading.Thread(target=self._run, args=(path, length), name="archivist-old-pieces",
+                                            daemon=True)
+            self._thread.start()
+
+    def _run(self, path: Path, length: int) -> None:
+        def check() -> None:
+            if self._stop.is_set():
+                raise _Stopped
+        try:
+            self._pieces = data_piece_hashes(path, length, check)
+        except (OSError, ValueError, _Stopped):
+            self._pieces = None
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def result(self) -> bytes | None:
+        if self._thread is not None:
+            self._thread.join()
+        return self._pieces
 
 
 def _remove_spool(spool: Path) -> None:

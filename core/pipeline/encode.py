@@ -8,9 +8,11 @@ from core.archive.build import ArchiveTransform
 from core.archive.codec import ArchiveMessage
 from core.archive.partition import chunk_messages
 
+# One row per archive. `pieces`: the SHA-1 of each piece of the archive as the folder writes it (padded to whole
+# pieces), hashed here beside the encoding so that the driver never reads `data` back for the torrent.
 ENCODED_SCHEMA = ("window INT, chunk INT, start BIGINT, end BIGINT, messages BIGINT, raw BINARY, error STRING, "
-                  "spool STRING")
-ENCODED_NAMES = ["window", "chunk", "start", "end", "messages", "raw", "error", "spool"]
+                  "spool STRING, pieces BINARY")
+ENCODED_NAMES = ["window", "chunk", "start", "end", "messages", "raw", "error", "spool", "pieces"]
 
 
 def hold(address: tuple[str, int] | None) -> None:
@@ -108,8 +110,11 @@ def staged_columns(b):
 def encoded_rows(window: int, lo: int, hi: int, encoded: Iterable[tuple[bytes, int]],
                  transform: ArchiveTransform | None, spool_dir: str | None = None) -> Iterator[tuple]:
     """(unpadded archive, message count) per chunk -> ENCODED_SCHEMA tuples. With `spool_dir` the bytes go to a
-    file there and the row carries its path (big outputs never pass through the JVM's heap). Errors become a row
-    (the driver names the window and fails the job); they never kill the task."""
+    file there and the row carries its path (big outputs never pass through the JVM's heap). Each row carries the
+    archive's piece hashes (torrent.archive_piece_hashes, after the transform: the bytes `data` will hold).
+    Errors become a row (the driver names the window and fails the job); they never kill the task."""
+    from core.archive.codec import padded_size
+    from core.archive.torrent import archive_piece_hashes
     i, n = 0, 0
     it = iter(encoded)
     while True:
@@ -118,17 +123,18 @@ def encoded_rows(window: int, lo: int, hi: int, encoded: Iterable[tuple[bytes, i
         except StopIteration:
             return
         except Exception as e:  # noqa: BLE001 - encoding failed: one error row ends this window
-            yield (window, i, lo, hi, 0, b"", f"{type(e).__name__}: {e}", None)
+            yield (window, i, lo, hi, 0, b"", f"{type(e).__name__}: {e}", None, None)
             return
         try:
             if transform is not None:
                 raw = transform(raw)
+            pieces = archive_piece_hashes(raw, padded_size(len(raw))[1])
             if spool_dir is not None:
-                yield (window, i, lo, hi, n, b"", None, write_spool(spool_dir, window, i, raw))
+                yield (window, i, lo, hi, n, b"", None, write_spool(spool_dir, window, i, raw), pieces)
             else:
-                yield (window, i, lo, hi, n, raw, None, None)
+                yield (window, i, lo, hi, n, raw, None, None, pieces)
         except Exception as e:  # noqa: BLE001
-            yield (window, i, lo, hi, n, b"", f"{type(e).__name__}: {e}", None)
+            yield (window, i, lo, hi, n, b"", f"{type(e).__name__}: {e}", None, None)
         i += 1
 
 
@@ -136,7 +142,8 @@ def encoded_batch(pa, row: tuple):
     return pa.RecordBatch.from_arrays(
         [pa.array([row[0]], pa.int32()), pa.array([row[1]], pa.int32()), pa.array([row[2]], pa.int64()),
          pa.array([row[3]], pa.int64()), pa.array([row[4]], pa.int64()), pa.array([row[5]], pa.binary()),
-         pa.array([row[6]], pa.string()), pa.array([row[7]], pa.string())], names=ENCODED_NAMES)
+         pa.array([row[6]], pa.string()), pa.array([row[7]], pa.string()), pa.array([row[8]], pa.binary())],
+        names=ENCODED_NAMES)
 
 
 def make_encoder(windows: Sequence[tuple[int, int]], topics: Sequence[bytes], cap: int,

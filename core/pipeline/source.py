@@ -49,7 +49,7 @@ def unseen_error(code: str, path: str) -> str:
 
 def unseen_row(pa, partition: "WindowPartition", code: str, path: str):
     return encoded_batch(pa, (partition.window, 0, partition.lo, partition.hi, 0, b"", unseen_error(code, path),
-                              None))
+                              None, None))
 
 
 class WindowPartition(InputPartition):
@@ -116,7 +116,7 @@ def store_archive_rows(path: str, topics: Sequence[bytes], windows: Sequence[tup
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.OperationalError:   # not at this path on this machine: one line on the driver
         window, lo, hi = windows[0]
-        yield (window, 0, lo, hi, 0, b"", unseen_error(STORE_UNSEEN, path), None)
+        yield (window, 0, lo, hi, 0, b"", unseen_error(STORE_UNSEEN, path), None, None)
         return
     import gc
     collecting = gc.isenabled()

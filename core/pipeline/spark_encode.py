@@ -29,14 +29,21 @@ class EncodedArchives:
     when made (an error row raises PipelineError). A spooled archive is handed over as a read-only map of its
     file, one at a time: the folder writes it out with no copy into Python, and the driver never holds more than
     one archive. `check` runs before each archive (a cancel: `ArchiveFolder.append` then undoes what it appended).
-    `messages` counts every archive's messages."""
+    `messages` counts every archive's messages; `pieces()` gives the archives' piece hashes, in the same order."""
 
     def __init__(self, rows: list, topics: Sequence[bytes], check: Callable[[], None] | None = None):
+        rows = [r.asDict() if hasattr(r, "asDict") else r for r in rows]   # pyspark Rows (collect()) as dicts
         check_rows(rows)
         self.rows = sorted(rows, key=lambda r: (r["window"], r["chunk"]))
         self.topics = tuple(topics)
         self.messages = sum(r["messages"] for r in rows)
         self._check = check
+
+    def pieces(self) -> bytes | None:
+        """The piece hashes the executors computed for these archives, in archive order (what they add to the
+        torrent's `pieces` once appended); None if a row has none."""
+        pieces = [r.get("pieces") for r in self.rows]
+        return None if any(p is None for p in pieces) else b"".join(pieces)
 
     def __iter__(self) -> Iterator[NewArchive]:
         for r in self.rows:

@@ -15,7 +15,9 @@ driver's Python side, the driver's JVM and the Python workers (from /proc), besi
 loaded machine CPU varies less than wall time, and it says where the Spark build spends its time.
 ARCHIVIST_BENCH_PROFILE=1 prints a cProfile (top 10, own time) of the local builds' driver side;
 ARCHIVIST_BENCH_TASKS_PER_CORE=N runs the local builds with N fused tasks per core instead of
-core.pipeline.spark_encode.TASKS_PER_CORE. Every output folder and torrent is compared with the reference's, file by
+core.pipeline.spark_encode.TASKS_PER_CORE; ARCHIVIST_BENCH_LOCAL_ONLY=1 runs only the reference and the local-mode
+build (no cluster, no driver child), for the warm local build against the reference round by round (each round's
+ratio is printed as well as the best of each). Every output folder and torrent is compared with the reference's, file by
 file (SHA-256), then deleted. Each figure is printed beside the reference with the ratio and recorded in the bench
 table (tests/bench/table.py). Nothing timed overlaps anything else: the cluster (master, then both workers at once),
 this process's local session and the driver child's JVM start together, and the driver child warms its session on
@@ -66,6 +68,7 @@ GOAL = "ratio shown (issue 16)"
 REPEAT = int(os.environ.get("ARCHIVIST_BENCH_REPEAT", "2" if SLOW else "1"))
 PROFILE = os.environ.get("ARCHIVIST_BENCH_PROFILE") == "1"          # cProfile the local builds' driver side
 TASKS_PER_CORE = int(os.environ.get("ARCHIVIST_BENCH_TASKS_PER_CORE", "0"))   # local mode's fused tasks per core
+LOCAL_ONLY = os.environ.get("ARCHIVIST_BENCH_LOCAL_ONLY") == "1"     # only the reference and local mode
 
 # The cluster's driver: launches its JVM at once (while the cluster starts), reads the master's URL, warms a session
 # on it, prints "ready SECONDS" (the session and warm-up), then runs one timed build per JSON line read (store,
@@ -260,21 +263,23 @@ def figure(name: str, seconds: float, n: int, t_ref: float) -> None:
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_cluster_build_against_local_and_single_process(n, two_workers, bench_owner, driver, tmp_path, monkeypatch):
-    p = driver()      # its JVM starts with the cluster and this process's local session
+def test_cluster_build_against_local_and_single_process(n, bench_owner, driver, tmp_path, monkeypatch, request):
+    # the cluster and its driver child start at once (their JVMs come up with this process's local session)
+    two_workers, p = (None, None) if LOCAL_ONLY else (request.getfixturevalue("two_workers"), driver())
     bench_owner.warm().result(timeout=600)
-    master = two_workers.wait()
-    print(f"\nBENCH cluster: master and 2 workers up in {two_workers.seconds:.1f} s ({master}), "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    p.stdin.write(master + "\n")
-    p.stdin.flush()
+    print(f"\nBENCH cluster: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if two_workers is not None:
+        master = two_workers.wait()
+        print(f"BENCH cluster: master and 2 workers up in {two_workers.seconds:.1f} s ({master})")
+        p.stdin.write(master + "\n")
+        p.stdin.flush()
     db = tmp_path / "store.sqlite"
     t = time.perf_counter()
     s = store(db, n)
     assert s.messages == n
     print(f"BENCH cluster store: {n:,} messages generated in {time.perf_counter() - t:.1f} s "
           f"(while the cluster's driver warmed up)")
-    ready = answer(p, tmp_path / "driver.log").split()
+    ready = answer(p, tmp_path / "driver.log").split() if p is not None else ["ready", "nan"]
     assert ready[0] == "ready", ready
     stage = tmp_path / "stage"
     stage.mkdir()
@@ -321,22 +326,29 @@ def test_cluster_build_against_local_and_single_process(n, two_workers, bench_ow
     profile = cProfile.Profile() if PROFILE else None   # the local builds' driver side, all rounds together
     if TASKS_PER_CORE:
         monkeypatch.setattr(spark_encode, "TASKS_PER_CORE", TASKS_PER_CORE)
-    builds = {REF: reference, "local": local, "cluster": on_cluster(None),
-              "cluster-stage": on_cluster(stage)}
+    builds = {REF: reference, "local": local}
+    if not LOCAL_ONLY:
+        builds.update({"cluster": on_cluster(None), "cluster-stage": on_cluster(stage)})
     best: dict[str, float] = {}
+    rounds: list[dict[str, float]] = []
     want = None
     for i in range(REPEAT):
+        rounds.append({})
         for name, build in builds.items():
             out = tmp_path / f"{name}-{i}"
-            best[name] = min(best.get(name, float("inf")), build(out))
+            rounds[-1][name] = build(out)
+            best[name] = min(best.get(name, float("inf")), rounds[-1][name])
             got = (tree_digest(out / "d"), tree_digest(out / "t"))
             want = want or got
             assert len(want[0]) == 2 and len(want[1]) == 1        # data + index, one torrent
             assert got == want, f"{name} differs from the {REF}"
             shutil.rmtree(out)
+        print(f"BENCH cluster round {i + 1}: local mode {rounds[-1]['local']:.2f} s | {REF} "
+              f"{rounds[-1][REF]:.2f} s (x{rounds[-1]['local'] / rounds[-1][REF]:.2f}), load average "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     assert list(stage.iterdir()) == []                      # each staged job removed its stage folder
     # Both workers' executors ran the cluster's jobs (each keeps the application's executor folder).
-    for w in two_workers.workers:
+    for w in two_workers.workers if two_workers is not None else ():
         assert list((w.workdir / "work").glob("app-*/*/stderr"))
 
     t_ref = best[REF]
@@ -344,8 +356,9 @@ def test_cluster_build_against_local_and_single_process(n, two_workers, bench_ow
           f"session + warm-up {float(ready[1]):.1f} s; best of {REPEAT} each")
     print(f"BENCH cluster {REF} (build_archives, child process): {t_ref:.2f} s, {n / t_ref:,.0f} msg/s")
     figure("spark-build, local mode (local[*], warm session)", best["local"], n, t_ref)
-    figure("spark-build, 2-worker standalone cluster (warm session)", best["cluster"], n, t_ref)
-    figure("spark-build, 2-worker cluster, --stage-dir", best["cluster-stage"], n, t_ref)
+    if not LOCAL_ONLY:
+        figure("spark-build, 2-worker standalone cluster (warm session)", best["cluster"], n, t_ref)
+        figure("spark-build, 2-worker cluster, --stage-dir", best["cluster-stage"], n, t_ref)
     ref_cpu = min(cpu[REF])
     for split in cpu["local"]:   # CPU, not wall time: on this shared machine it varies less with the load
         total = sum(split.values())

@@ -7,9 +7,10 @@ import pytest
 
 from core.archive import codec
 from core.archive.build import build_archives, community_folder, finish_build, plan_build
-from core.archive.constants import MAX_ARCHIVE_PAYLOAD
+from core.archive.constants import MAX_ARCHIVE_PAYLOAD, PIECE_LENGTH
 from core.archive.folder import ArchiveFolder, NewArchive
 from core.archive.partition import chunk_messages
+from core.pipeline import build as pipeline_build
 from core.pipeline.build import submit_build
 from core.storage import waku_messages
 from core.synth import synthesize
@@ -97,8 +98,16 @@ def test_small_cap_many_chunks(spark_owner, tmp_path, plan):
 
 
 @PLANS
-def test_incremental_build_and_transform(spark_owner, tmp_path, plan):
-    """A second build appends after the last archive; an archive transform (encryption hook) runs in executors."""
+def test_incremental_build_and_transform(spark_owner, tmp_path, plan, monkeypatch):
+    """A second build appends after the last archive; an archive transform (encryption hook) runs in executors.
+    The Spark build's torrent is made from piece hashes computed without reading `data` back (the executors' for
+    the new archives, the driver's thread for those already there), and equals the reference's."""
+    handed = []
+
+    def spy(*a, **kw):
+        handed.append(a[6] if len(a) > 6 else kw.get("data_pieces"))
+        return finish_build(*a, **kw)
+    monkeypatch.setattr(pipeline_build, "finish_build", spy)
     r = synthesize(tmp_path / "db.sqlite", messages=2000, weeks=4, seed=3)
     topics = [bytes.fromhex(t[2:]) for t in r.topics]
     flip = lambda raw: bytes(b ^ 0x5A for b in raw)  # noqa: E731 - stands in for the hash-ratchet wrap
@@ -107,6 +116,8 @@ def test_incremental_build_and_transform(spark_owner, tmp_path, plan):
                        transform=flip, trackers=["udp://127.0.0.1:1/announce"])
         assert ref.new_archive_ids
         assert_same(tmp_path, ref, sp)
+        assert handed[-1] is not None and len(handed[-1]) == 20 * sp.data_bytes // PIECE_LENGTH
+    assert len(handed) == 2
 
 
 def test_nothing_to_build(spark_owner, tmp_path):

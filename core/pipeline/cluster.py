@@ -26,6 +26,7 @@ from pathlib import Path
 import pyspark
 
 from core.pipeline import security
+from core.process import stop_process
 
 _MASTER_RE = re.compile(r"Starting Spark master at (spark://[\w.\-]+:\d+)")
 _REGISTERED_RE = re.compile(r"Successfully registered with master")
@@ -91,13 +92,7 @@ class _Daemon:
         return self.match
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_process(self.proc)
         self.reader.join(10)
         self.log.close()
 

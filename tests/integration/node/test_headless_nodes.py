@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from core.process import stop_process
 from core.status.traffic import TrafficGenerator, write_store
 from core.storage.member_history import MemberHistory
 
@@ -83,13 +84,7 @@ class NodeProcess:
         raise TimeoutError(name)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.reader.join(10)                     # reads to the end of the output, then stops
         self.proc.stdout.close()
         self.stderr.close()

@@ -1,7 +1,8 @@
 """Connection limits of the Waku node: who may hold a socket, for how long, and how many (issue 21).
 
-py-libp2p 0.8.1 alone lets ~250 silent sockets lock every new peer out (libp2p_fixes.py fixes 11-13 say why);
-the swarm hooks installed there ask an `InboundGate` before they spend anything on a connection:
+py-libp2p 0.8.1 alone lets ~250 silent sockets lock every new peer out (fixes 11-13 in
+libp2p_patches/connections.py say why); the swarm hooks installed there ask an `InboundGate` before they
+spend anything on a connection:
 
 - an incoming socket from an IP that already holds `max_incoming_per_ip` connections (handshaking or
   established) is closed at once;

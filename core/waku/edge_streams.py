@@ -15,7 +15,7 @@ from typing import Awaitable, Callable
 
 import trio
 
-from core.waku.libp2p_fixes import FrameTooLarge, read_length_prefixed, write_length_prefixed
+from core.waku.libp2p_patches.framing import FrameTooLarge, read_length_prefixed, write_length_prefixed
 
 DEFAULT_READ_TIMEOUT_S = 10.0
 DRAIN_LIMIT = 16 * 1024 * 1024   # beyond this an oversize request is answered and reset, not drained

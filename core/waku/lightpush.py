@@ -13,8 +13,8 @@ from google.protobuf.message import DecodeError as PbDecodeError
 
 from core.pb import waku_lightpush_pb2 as lpb
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_exchange
-from core.waku.libp2p_fixes import read_length_prefixed
-from core.waku.libp2p_streams import open_stream
+from core.waku.libp2p_patches.framing import read_length_prefixed
+from core.waku.libp2p_patches.streams import open_stream
 from core.waku.message import InvalidMessage, WakuMessage, decode_message
 from core.varint import DecodeError, write_varint
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from core.pb import waku_metadata_pb2 as mpb
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_exchange
-from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
+from core.waku.libp2p_patches.framing import read_length_prefixed, write_length_prefixed
 
 METADATA_PROTOCOL = "/vac/waku/metadata/1.0.0"
 MAX_FRAME = 64 * 1024

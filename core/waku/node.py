@@ -26,12 +26,14 @@ from core.waku.peer_manager import PROTECT_DIALLED, PeerManager  # noqa: F401 - 
 from core.waku.identity import load_or_create_identity
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S, RequestLimiter
 from core.waku.connection_limits import ConnectionLimits, InboundGate
-from core.waku.libp2p_fixes import WakuGossipSub, WakuPubsub, check_listening, close_connections, \
-    conn_remote_ip, connection_config, disable_auto_connector, incoming_unprotected, install_connection_limits, \
-    relay_rpc_limit
+from core.waku.libp2p_patches.connections import conn_remote_ip, connection_config, incoming_unprotected, \
+    install_connection_limits
+from core.waku.libp2p_patches.gossipsub import WakuGossipSub
+from core.waku.libp2p_patches.host import check_listening, close_connections, disable_auto_connector
+from core.waku.libp2p_patches.pubsub import WakuPubsub, relay_rpc_limit
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S
-from core.waku.libp2p_fastpath import install_fast_negotiation
-from core.waku.libp2p_sendq import DISCONNECT_S
+from core.waku.libp2p_patches.fastpath import install_fast_negotiation
+from core.waku.libp2p_patches.sendq import DISCONNECT_S
 from core.waku.message import DEFAULT_MAX_FUTURE_S, DEFAULT_MAX_MESSAGE_SIZE, NS, InvalidMessage, WakuMessage, \
     encode_message, validate_message
 from core.waku.relay import ReceivedMessage, RelayValidator
@@ -224,7 +226,7 @@ class WakuNode:
     async def publish(self, pubsub_topic: str, msg: WakuMessage, *, wait: bool = True) -> bytes:
         """Our edge (local publish and lightpush): also insists on a well-formed content topic. Relayed
         messages are not held to that, as nwaku does not check it either. `wait`: back-pressure from relay
-        peers that are still reading (libp2p_sendq.py); lightpush passes False."""
+        peers that are still reading (libp2p_patches/sendq.py); lightpush passes False."""
         data = encode_message(msg)
         validate_message(msg, max_size=self.config.max_message_size, encoded_size=len(data),
                          now_ns=self.config.clock(), max_future_ns=int(self.config.max_future_s * NS))
@@ -238,7 +240,7 @@ class WakuNode:
         return msg.hash(pubsub_topic)
 
     async def _send_watchdog(self) -> None:
-        """Disconnect relay peers whose send queue is stuck (libp2p_sendq.QueueWatch.stuck_reason): a peer that
+        """Disconnect relay peers whose send queue is stuck (libp2p_patches.sendq.QueueWatch.stuck_reason): a peer that
         stopped reading no longer holds its queued RPCs and its connection for good."""
         watch = self.pubsub.send_watch
         while True:
@@ -437,5 +439,5 @@ class WakuNode:
 
 
 def _noise(kp):
-    from core.waku.libp2p_fixes import noise_only_security
+    from core.waku.libp2p_patches.host import noise_only_security
     return noise_only_security(kp)

@@ -23,7 +23,7 @@ from core.waku import enr as enrlib
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_exchange
 from core.waku.enr import Enr, EnrError
 from core.waku.errors import WakuError, peer_error
-from core.waku.libp2p_fixes import read_length_prefixed, write_length_prefixed
+from core.waku.libp2p_patches.framing import read_length_prefixed, write_length_prefixed
 
 PEER_EXCHANGE_PROTOCOL = "/vac/waku/peer-exchange/2.0.0-alpha1"
 MAX_PEERS_PER_RESPONSE = 60        # nwaku's cap (MaxPeersCacheSize)

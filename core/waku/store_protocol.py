@@ -11,8 +11,8 @@ from google.protobuf.message import DecodeError as PbDecodeError
 from core.pb import waku_store_v2beta4_pb2 as v2pb
 from core.pb import waku_store_v3_pb2 as v3pb
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_exchange
-from core.waku.libp2p_fixes import read_length_prefixed
-from core.waku.libp2p_streams import open_stream
+from core.waku.libp2p_patches.framing import read_length_prefixed
+from core.waku.libp2p_patches.streams import open_stream
 from core.waku.store_db import MessageStore
 from core.waku.store_query import BAD_REQUEST, TOO_MANY_REQUESTS, handle_store_v2, handle_store_v3
 from core.varint import DecodeError, write_varint

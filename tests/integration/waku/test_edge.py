@@ -8,7 +8,7 @@ import trio
 
 from core.pb import waku_store_v3_pb2 as v3pb
 from core.waku import lightpush, metadata, store_protocol
-from core.waku.libp2p_fixes import write_length_prefixed
+from core.waku.libp2p_patches.framing import write_length_prefixed
 from core.waku.message import NS, WakuMessage
 from tests.integration.waku.conftest import Collector
 

@@ -4,7 +4,7 @@ The stuck peer does what a stopped node with an open socket, or an attacker, doe
 window on the node's relay stream to it and then reads nothing. The node's writer to it blocks in the socket
 for good and its send queue grows. Before the fix every publish of the node waited for that queue, forever:
 local publishes and every lightpush request. Now nothing waits for a queue that has stopped moving
-(core/waku/libp2p_sendq.py), and lightpush never waits for relay queues. And a peer whose queue stays stuck past
+(core/waku/libp2p_patches/sendq.py), and lightpush never waits for relay queues. And a peer whose queue stays stuck past
 `NodeConfig.relay_send_deadline_s` is disconnected, with a logged reason, and its queued RPCs are released.
 """
 import logging

@@ -1,4 +1,4 @@
-"""Fix 14 of core/waku/libp2p_fixes.py: GossipSub's identify-pending queue for peers that relay another shard.
+"""Fix 14 (core/waku/libp2p_patches/gossipsub.py): GossipSub's identify-pending queue for peers that relay another shard.
 Two real nodes on 127.0.0.1: `a` relays the default shard, `b` (a light client, say) relays shard 1 only."""
 import logging
 import os
@@ -10,7 +10,7 @@ import trio
 from libp2p.peer.id import ID
 from libp2p.pubsub.gossipsub import GossipSub
 
-from core.waku.libp2p_fixes import PENDING_GRACE_S
+from core.waku.libp2p_patches.gossipsub import PENDING_GRACE_S
 from core.waku.message import WakuMessage
 from core.waku.node import NodeConfig, WakuNode
 from core.waku.topics import static_shard_topic

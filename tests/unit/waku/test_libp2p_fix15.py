@@ -1,4 +1,4 @@
-"""Fix 15 of core/waku/libp2p_fixes.py (core/waku/libp2p_yamux.py): yamux window updates only once half of the
+"""Fix 15 (core/waku/libp2p_patches/yamux.py): yamux window updates only once half of the
 receive window is consumed. Two real nodes on 127.0.0.1; `b` opens a stream to a test protocol on `a`, and every
 yamux frame `a` writes is recorded."""
 import struct
@@ -8,7 +8,7 @@ from libp2p.custom_types import TProtocol
 from libp2p.peer.id import ID
 from libp2p.stream_muxer.yamux import yamux as Y
 
-from core.waku.libp2p_yamux import UPSTREAM_AUTO_TUNE, half_window_update
+from core.waku.libp2p_patches.yamux import UPSTREAM_AUTO_TUNE, half_window_update
 from core.waku.node import NodeConfig, WakuNode
 
 PROTO = TProtocol("/archivist/test/fix15/1.0.0")

@@ -1,4 +1,4 @@
-"""Fix 16 of core/waku/libp2p_fixes.py: py-libp2p caps every pubsub RPC at 1 MiB both ways, below the Status
+"""Fix 16 (core/waku/libp2p_patches/pubsub.py): py-libp2p caps every pubsub RPC at 1 MiB both ways, below the Status
 fleet's 1 MiB message limit plus the RPC's envelope. End to end (a 1 MiB message relayed both ways with js-waku,
 a 1.2 MiB one refused by our validator with the peer kept): tests/interop/waku/test_js_waku_large.py."""
 import inspect
@@ -6,7 +6,7 @@ import inspect
 from libp2p.pubsub import rpc_queue
 from libp2p.pubsub.pubsub import Pubsub
 
-from core.waku.libp2p_fixes import relay_rpc_limit
+from core.waku.libp2p_patches.pubsub import relay_rpc_limit
 from core.waku.message import WakuMessage, encode_message
 from core.waku.node import NodeConfig, WakuNode
 

@@ -1,4 +1,4 @@
-"""Fix 17 of core/waku/libp2p_fixes.py: a stopped py-libp2p host leaves the sockets of the connections it dialled
+"""Fix 17 (core/waku/libp2p_patches/host.py): a stopped py-libp2p host leaves the sockets of the connections it dialled
 open (Swarm.run closes them inside its cancelled scope), so its peers keep a connection that never reads again.
 Its effect under load (a relay peer whose queue stops moving): tests/integration/waku/test_relay_stall.py."""
 import multiaddr
@@ -8,7 +8,7 @@ from libp2p.crypto.secp256k1 import create_new_key_pair
 from libp2p.peer.peerinfo import info_from_p2p_addr
 from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
 
-from core.waku.libp2p_fixes import disable_auto_connector, noise_only_security
+from core.waku.libp2p_patches.host import disable_auto_connector, noise_only_security
 from core.waku.node import NodeConfig, WakuNode
 
 

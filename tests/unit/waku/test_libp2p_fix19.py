@@ -1,4 +1,4 @@
-"""Fix 19 (core/waku/libp2p_streams.py): py-libp2p's multistream-select client waits for the server's header
+"""Fix 19 (core/waku/libp2p_patches/streams.py): py-libp2p's multistream-select client waits for the server's header
 before proposing a protocol; ours sends both in one write. Every store and lightpush client uses it, so the
 integration tests (tests/integration/waku) run it end to end, "unsupported" included (test_faults.py)."""
 import pytest
@@ -10,7 +10,7 @@ from libp2p.protocol_muxer.exceptions import MultiselectClientError
 from libp2p.protocol_muxer.multiselect_client import MultiselectClient
 
 from core.waku.errors import UNSUPPORTED, peer_error
-from core.waku.libp2p_streams import MULTISTREAM, open_stream
+from core.waku.libp2p_patches.streams import MULTISTREAM, open_stream
 from core.waku.lightpush import LIGHTPUSH_V3_PROTOCOL
 from core.waku.node import NodeConfig, WakuNode
 

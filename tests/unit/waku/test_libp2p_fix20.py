@@ -1,4 +1,4 @@
-"""Fixes 20 and 21 (core/waku/libp2p_locks.py). 20: py-libp2p's per-frame locks are trio locks, and trio's
+"""Fixes 20 and 21 (core/waku/libp2p_patches/locks.py). 20: py-libp2p's per-frame locks are trio locks, and trio's
 Lock.acquire yields even when the lock is free; ours yield only when it is held. 21: stream events reach the
 swarm's notifees inline instead of through a nursery and a task per notifee."""
 import trio
@@ -7,8 +7,7 @@ from libp2p.io.trio import TrioTCPStream
 from libp2p.network.stream.net_stream import NetStream
 from libp2p.stream_muxer.yamux.yamux import Yamux, YamuxStream
 
-from core.waku import libp2p_fixes  # noqa: F401 - installs the fixes
-from core.waku.libp2p_locks import UncontendedLock, UncontendedSemaphore
+from core.waku.libp2p_patches.locks import UncontendedLock, UncontendedSemaphore
 
 
 def test_fix20_upstream_trio_lock_yields_when_free():
@@ -92,7 +91,7 @@ class _TaskRecorder:
 def _swarm_with(notifee):
     from libp2p import new_host
     from libp2p.crypto.secp256k1 import create_new_key_pair
-    from core.waku.libp2p_fixes import noise_only_security
+    from core.waku.libp2p_patches.host import noise_only_security
     kp = create_new_key_pair()
     swarm = new_host(key_pair=kp, sec_opt=noise_only_security(kp)).get_network()
     swarm.notifees = [notifee]
@@ -101,7 +100,7 @@ def _swarm_with(notifee):
 
 def test_fix21_upstream_spawns_a_task_per_notifee_for_stream_events():
     """Fails once py-libp2p announces stream events without a task per notifee: then drop fix 21."""
-    from core.waku.libp2p_locks import _upstream_notify
+    from core.waku.libp2p_patches.locks import _upstream_notify
     rec = _TaskRecorder()
     swarm = _swarm_with(rec)
 
@@ -113,7 +112,7 @@ def test_fix21_upstream_spawns_a_task_per_notifee_for_stream_events():
 
 def test_fix21_stream_events_run_inline_connection_events_as_upstream():
     from libp2p.network.swarm import Swarm
-    from core.waku.libp2p_locks import _notify
+    from core.waku.libp2p_patches.locks import _notify
     assert Swarm._notify is _notify
     rec = _TaskRecorder()
     swarm = _swarm_with(rec)

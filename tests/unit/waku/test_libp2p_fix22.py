@@ -1,5 +1,5 @@
-"""Fixes 22-24 and 26 (core/waku/libp2p_fastpath.py), the relay send watchdog's reasons (libp2p_sendq.py) and the store's
-deferred checkpoints. Each fix has a test that it works and one that the upstream cost is still there (it fails
+"""Fix 22 (core/waku/libp2p_patches/framing.py), 23, 24 and 26 (fastpath.py), the relay send watchdog's reasons
+(sendq.py) and the store's deferred checkpoints. Each fix has a test that it works and one that the upstream cost is still there (it fails
 once py-libp2p changes: then look again whether the fix is still needed)."""
 import inspect
 import time
@@ -17,10 +17,11 @@ from libp2p.pubsub.gossipsub import GossipSub
 from libp2p.pubsub.rpc_queue import RpcQueue
 
 from core.varint import DecodeError, write_varint
-from core.waku import libp2p_fastpath as fp
-from core.waku import libp2p_fixes  # noqa: F401 - installs the fixes
-from core.waku.libp2p_fixes import FrameTooLarge, WakuGossipSub, read_length_prefixed
-from core.waku.libp2p_sendq import QueueWatch
+from core.waku.libp2p_patches import fastpath as fp
+from core.waku.libp2p_patches import framing
+from core.waku.libp2p_patches.framing import FrameTooLarge, read_length_prefixed
+from core.waku.libp2p_patches.gossipsub import WakuGossipSub
+from core.waku.libp2p_patches.sendq import QueueWatch
 from core.waku.message import WakuMessage
 from core.waku.store_db import MessageStore
 
@@ -83,24 +84,24 @@ def test_fix22_a_buffered_frame_is_one_read_and_partial_arrivals_still_work():
         assert e.value.size == 50 and bytes(s.stream_buffers[7]) == b"z" * 50
         # pubsub's exceptions for pubsub's reader
         with pytest.raises(MessageTooLarge):
-            await fp.read_rpc(FakeYamuxStream(_frame(b"z" * 50)), 10)
+            await framing.read_rpc(FakeYamuxStream(_frame(b"z" * 50)), 10)
         closed = FakeYamuxStream(_frame(b"abc")[:-1])
         closed.eof = True
         with pytest.raises(IncompleteReadError):
-            await fp.read_rpc(closed, 10)
+            await framing.read_rpc(closed, 10)
         with pytest.raises(ParseError):
-            await fp.read_rpc(FakeYamuxStream(b"\xff" * 11), 10)
+            await framing.read_rpc(FakeYamuxStream(b"\xff" * 11), 10)
         with pytest.raises(DecodeError):
             await read_length_prefixed(FakeYamuxStream(b"\xff" * 11), 10)
     trio.run(main)
-    assert pubsub_module.read_varint_prefixed_bytes_limited is fp.read_rpc
+    assert pubsub_module.read_varint_prefixed_bytes_limited is framing.read_rpc
 
 
 def test_fix22_upstream_reads_a_buffered_frame_byte_by_byte():
     """Fails once py-libp2p reads a buffered frame in one call: then drop fix 22."""
     async def main():
         s = FakeYamuxStream(_frame(b"x" * 300))
-        assert await fp.UPSTREAM_READ_RPC(s, 1000) == b"x" * 300
+        assert await framing.UPSTREAM_READ_RPC(s, 1000) == b"x" * 300
         assert s.reads >= 3      # two prefix bytes one at a time, then the body
     trio.run(main)
 
@@ -206,7 +207,7 @@ def test_fix26_upstream_publish_walks_every_connected_peer():
     assert "for peer_id in pubsub.peers:" in inspect.getsource(GossipSub.publish)
 
 
-# --- the relay send watchdog's reasons (libp2p_sendq.py) ---
+# --- the relay send watchdog's reasons (sendq.py) ---
 def test_send_watch_reasons_a_queue_that_stops_moving_or_stays_full():
     now = [0.0]
     watch = QueueWatch(disconnect_s=10, clock=lambda: now[0])

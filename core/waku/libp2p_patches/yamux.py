@@ -1,4 +1,4 @@
-"""py-libp2p fix 15 (see libp2p_fixes.py): yamux receive-window credit.
+"""Fix 15 (registry: __init__.py): yamux receive-window credit.
 
 py-libp2p 0.8.1 (stream_muxer/yamux/yamux.py YamuxStream._auto_tune_and_send_window_update) sends a
 WINDOW_UPDATE after nearly every read: its "partial slack" branch fires whenever any credit is owed and the
@@ -9,12 +9,21 @@ and sent by its own socket.send (~16 frames per lightpush request, 3 per relayed
 Ours follows go-yamux (`Stream.sendWindowUpdate` / `segmentedBuffer.GrowTo`) and the yamux spec's advice:
 credit the peer only once at least half of the receive window has been consumed, then all of it at once (plus
 upstream's RTT auto-tuning, unchanged). The peer's send window never drops below half of ours, so no stall.
+
+Fix 27: Yamux._write_frame (every frame sent) unpacks the header and builds a debug line (an f-string, a dict and a
+list of flag names) before it writes, whether or not debug logging is on. `lean_write_frame` writes as upstream
+(under the connection's write lock, then a checkpoint) and leaves the line to upstream when debug is on.
 """
 from __future__ import annotations
 
-from libp2p.stream_muxer.yamux.yamux import YamuxStream
+import logging
+
+import trio
+from libp2p.stream_muxer.yamux import yamux as _yamux_module
+from libp2p.stream_muxer.yamux.yamux import Yamux, YamuxStream
 
 UPSTREAM_AUTO_TUNE = YamuxStream._auto_tune_and_send_window_update
+UPSTREAM_WRITE_FRAME = Yamux._write_frame
 
 
 async def half_window_update(self: YamuxStream, *, bytes_read: int = 0) -> None:
@@ -33,3 +42,17 @@ async def half_window_update(self: YamuxStream, *, bytes_read: int = 0) -> None:
 
 def install_half_window_updates() -> None:
     YamuxStream._auto_tune_and_send_window_update = half_window_update
+
+
+async def lean_write_frame(self: Yamux, data: bytes) -> None:
+    """fix 27: Yamux._write_frame without its debug line when debug logging is off."""
+    if _yamux_module.logger.isEnabledFor(logging.DEBUG):
+        await UPSTREAM_WRITE_FRAME(self, data)
+        return
+    async with self._write_lock:
+        await self.secured_conn.write(data)
+    await trio.lowlevel.checkpoint()
+
+
+def install_lean_write_frame() -> None:
+    Yamux._write_frame = lean_write_frame

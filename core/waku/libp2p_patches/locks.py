@@ -1,4 +1,4 @@
-"""py-libp2p fixes 20 and 21 (see libp2p_fixes.py): scheduling work py-libp2p does per frame and per stream for
+"""Fixes 20 and 21 (registry: __init__.py): scheduling work py-libp2p does per frame and per stream for
 nothing.
 
 Fix 20: locks that are not a scheduling point when nobody holds them.

@@ -1,4 +1,4 @@
-"""py-libp2p fix 19 (see libp2p_fixes.py): one round trip less per request stream.
+"""Fix 19 (registry: __init__.py): one round trip less per request stream.
 
 py-libp2p 0.8.1's client side of multistream-select (host/basic_host.py BasicHost.new_stream ->
 protocol_muxer/multiselect_client.py MultiselectClient.select_one_of) sends its header, waits for the server's,
@@ -25,7 +25,7 @@ from libp2p.network.stream.exceptions import StreamError, StreamReset
 from libp2p.protocol_muxer.exceptions import MultiselectClientError
 
 from core.varint import DecodeError, write_varint
-from core.waku.libp2p_fixes import read_length_prefixed
+from core.waku.libp2p_patches.framing import read_length_prefixed
 
 MULTISTREAM = b"/multistream/1.0.0\n"
 NEGOTIATE_TIMEOUT_S = 10.0   # as py-libp2p's default negotiate_timeout

@@ -1,13 +1,8 @@
-"""py-libp2p fixes 22-24 and 26 (see libp2p_fixes.py): fewer reads, frames and tasks per request and per relayed message.
+"""Fixes 23, 24 and 26 (fix 22 is in framing.py): fewer frames and tasks per request and per relayed message.
 
 Found by profiling the node under the load benchmark's floods (cProfile on its trio thread,
 `ARCHIVIST_BENCH_WAKU_PROFILE`, docs/BENCHMARKS.md "Waku load"):
 
-22. Length-prefixed frames are read one byte per call for their varint prefix, then the body (py-libp2p's
-    utils/varint.py read_varint_prefixed_bytes_limited for every pubsub RPC, our read_length_prefixed for every
-    request): ~4 stream reads per RPC, each through NetStream's state lock, yamux's streams lock and a window
-    check. `read_prefixed` reads a frame that has already arrived in the yamux receive buffer with one read,
-    and otherwise waits for its first byte, then reads the rest as it is buffered.
 23. The server side of multistream-select (protocol_muxer/multiselect.py Multiselect.negotiate) writes its
     header, then reads the client's header and protocol one varint byte at a time, then echoes the protocol:
     two frames out (each a yamux frame, a Noise message and a socket send) and ~6 reads per inbound stream.
@@ -30,103 +25,24 @@ before the waiting task read that answer, and the metadata test lost its cluster
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 
 import trio
 from libp2p.custom_types import TProtocol
+from libp2p.peer.id import ID
 from libp2p.protocol_muxer.exceptions import MultiselectError
+from libp2p.pubsub import gossipsub as g
+from libp2p.pubsub.pb import rpc_pb2
 
 from core.varint import write_varint
+from core.waku.libp2p_patches.framing import buffered, read_prefixed
 
 log = logging.getLogger(__name__)
 
 MULTISTREAM = b"/multistream/1.0.0\n"
 MAX_LINE = 1024              # a multistream-select line (protocol id + newline)
 NA = b"na\n"
-
-
-def buffered(stream) -> bytearray | None:
-    """The yamux receive buffer behind `stream` (bytes arrived and not yet read; the same object keeps filling),
-    or None when there is none to look at (mplex, WebSocket without yamux, a closed stream)."""
-    ms = getattr(stream, "muxed_stream", stream)
-    bufs = getattr(getattr(ms, "conn", None), "stream_buffers", None)
-    if bufs is None:
-        return None
-    return bufs.get(getattr(ms, "stream_id", None))
-
-
-def _varint(head: bytes) -> tuple[int, int] | None:
-    """(value, bytes used) of a complete uvarint at the start of `head`; None if incomplete; ValueError past 10."""
-    value = shift = 0
-    for i, b in enumerate(head[:10]):
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, i + 1
-        shift += 7
-    if len(head) >= 10:
-        raise ValueError("varint longer than 10 bytes")
-    return None
-
-
-async def _read_exact(stream, n: int, eof) -> bytes:
-    parts, have = [], 0
-    while have < n:
-        chunk = await stream.read(n - have)
-        if not chunk:
-            raise eof(f"stream closed after {have} of {n} bytes")
-        parts.append(chunk)
-        have += len(chunk)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-async def read_prefixed(stream, max_size: int, *, eof, too_large, bad_prefix) -> bytes:
-    """One uvarint-length-prefixed frame. Exceptions come from the caller's factories: eof(text) when the stream
-    ends early, too_large(length) for a prefix over `max_size` (the body is left unread), bad_prefix(text)."""
-    head = b""
-    buf = buffered(stream)
-    if not buf:
-        head = await stream.read(1)                 # wait for the frame to start
-        if not head:
-            raise eof("stream closed before length prefix")
-        buf = buffered(stream)
-    try:
-        parsed = _varint(head + bytes(buf[:10]) if buf else head)
-        while parsed is None:                       # the prefix has not fully arrived: byte by byte, as upstream
-            more = await stream.read(1)             # (what was buffered is read first, so `head` is in order)
-            if not more:
-                raise eof("stream closed inside length prefix")
-            head += more
-            parsed = _varint(head)
-    except ValueError as e:
-        raise bad_prefix(str(e)) from None
-    length, used = parsed
-    if length > max_size:
-        if used > len(head):                        # consume the prefix: the caller may drain the body
-            await _read_exact(stream, used - len(head), eof)
-        raise too_large(length)
-    rest = used - len(head) + length                # prefix bytes still unread + body
-    data = await _read_exact(stream, rest, eof) if rest else b""
-    return data[used - len(head):]
-
-
-async def read_rpc(reader, max_length: int) -> bytes:
-    """fix 22: pubsub's RPC reader (utils/varint.py read_varint_prefixed_bytes_limited), with its exceptions."""
-    from libp2p.exceptions import ParseError
-    from libp2p.io.exceptions import IncompleteReadError, MessageTooLarge
-    return await read_prefixed(reader, max_length, eof=IncompleteReadError, bad_prefix=ParseError,
-                               too_large=lambda n: MessageTooLarge(f"Message length {n} exceeds maximum allowed "
-                                                                   f"{max_length}"))
-
-
-UPSTREAM_READ_RPC = None   # py-libp2p's reader, kept for the tests that show its cost
-
-
-def install_fast_rpc_reads() -> None:
-    global UPSTREAM_READ_RPC
-    from libp2p.pubsub import pubsub
-    if pubsub.read_varint_prefixed_bytes_limited is not read_rpc:
-        UPSTREAM_READ_RPC = pubsub.read_varint_prefixed_bytes_limited
-        pubsub.read_varint_prefixed_bytes_limited = read_rpc
 
 
 async def negotiate_inbound(stream, handlers: dict, timeout_s: float):
@@ -243,10 +159,6 @@ class InlinePushManager:
 async def gossip_publish(self, msg_forwarder, pubsub_msg) -> None:
     """fix 26: GossipSub.publish of py-libp2p 0.8.1 (same steps, same order), except that the optimistic queue
     for peers not (yet) known to be subscribed walks `self.recently_identified()` instead of every peer."""
-    import time
-    from libp2p.peer.id import ID
-    from libp2p.pubsub import gossipsub as g
-    from libp2p.pubsub.pb import rpc_pb2
     if not self._check_spam_protection(msg_forwarder, pubsub_msg) or not self._check_equivocation(pubsub_msg):
         return
     self.mcache.put(pubsub_msg)

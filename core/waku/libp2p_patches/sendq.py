@@ -1,4 +1,4 @@
-"""py-libp2p fix 5b (see libp2p_fixes.py): publisher back-pressure on the per-peer relay send queues that never
+"""Fix 5b (registry: __init__.py): publisher back-pressure on the per-peer relay send queues that never
 waits for a peer that has stopped reading.
 
 py-libp2p 0.8.1 queues every outgoing pubsub RPC per peer (pubsub/rpc_queue.py RpcQueue) and, once the queue is

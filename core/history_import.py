@@ -139,7 +139,7 @@ def open_blob(aid: str, e: IndexEntry, blob: bytes, open_archive: ArchiveOpener 
         raise ArchiveError(f"archive {aid}: padding {e.padding} is larger than its size {e.size}",
                            code="padding-exceeds-size", archive_id=aid)
     raw = blob[:e.size - e.padding]
-    if raw.count(0) == len(raw):
+    if raw[:1] in (b"", b"\0") and raw.count(0) == len(raw):     # an archive starts with a tag: no scan of it
         raise ArchiveError(f"archive {aid} is not downloaded (its bytes in data are all zeros)",
                            code="archive-incomplete", archive_id=aid)
     if blob[e.size - e.padding:].count(0) != e.padding:
@@ -353,6 +353,11 @@ class RowPool:
                 with self._lock:            # a worker died or could not start: never lose the window over it
                     self.broken = True
         return preview_archives(community_id, archives)
+
+    @property
+    def running(self) -> bool:
+        """Whether the worker processes are started (a read ahead then costs no start-up)."""
+        return self._pool is not None
 
     def shutdown(self) -> None:
         with self._lock:

@@ -6,6 +6,7 @@ process (core/node/offload.py), so that an import does not hold the window's GIL
 """
 from __future__ import annotations
 
+import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -19,6 +20,33 @@ from core.storage.history import HistoryWriteError
 from core.storage.member_history import MemberHistory
 
 
+READ_AHEAD_MIN_BYTES = 24_000_000
+"""An import whose windows after the first hold fewer bytes than this (~50k messages) reads and decodes each in its
+turn, in the writing thread: the RowPool's worker process costs ~0.3 s of CPU to start (a new interpreter importing
+the decoder), more than decoding 50k messages in place (~3.6 us each). Above it the read ahead hides the decoding
+behind the writes, when a core is free for it (read_ahead_pays)."""
+
+
+def read_ahead_pays(rest_bytes: int | None, pool_running: bool, load: float | None = None,
+                    cores: int | None = None) -> bool:
+    """Whether decoding the next window in a RowPool worker while this one is written saves time: the windows left
+    (`rest_bytes`, None: unknown) are worth the pool's start (READ_AHEAD_MIN_BYTES) or it is running already, and a
+    core is free for it (two or more cores, the 1-minute load average at least one below their count). The worker
+    spends more CPU than the writing thread would (~3.6 us a message to decode, then the rows pickled there and
+    unpickled here: ~1.6x the decode); on a machine with no free core that CPU comes out of the writer's share
+    (Linux shares a busy machine between sessions, autogroup), so there the windows are decoded in turn, in the
+    writing thread."""
+    if rest_bytes is not None and rest_bytes < READ_AHEAD_MIN_BYTES and not pool_running:
+        return False
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:             # no load average on this system: assume a free core
+            load = 0.0
+    cores = cores if cores is not None else os.cpu_count() or 1
+    return cores >= 2 and load + 1 <= cores          # one core: nowhere for the worker to run beside the writer
+
+
 def window_import(chosen: Mapping[str, IndexEntry]) -> WindowImport:
     """The archives of ONE window (what MemberNode hands a hydrator) as a WindowImport."""
     windows = {(e.start, e.end) for e in chosen.values()}
@@ -28,15 +56,20 @@ def window_import(chosen: Mapping[str, IndexEntry]) -> WindowImport:
     return WindowImport(start, end, tuple(sorted(chosen, key=lambda a: (chosen[a].offset, a))))
 
 
-def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = None, defer_authors: bool = True):
+def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = None, defer_authors: bool = True,
+                       read_ahead: bool | None = None):
     """hydrator(community_id, folder, {id: entry of one window}) -> rows written, in one transaction.
 
     `unwrap` opens encrypted archives (raises KeyMissing when the key is not held). With `defer_authors` (the
     default) a window's rows are written without their authors, which `hydrate.finish_authors(cid, progress)`
     fills in afterwards (core.history_import.finish_authors; the member node and `archivist import` call it after
-    the windows, and at start for what a crash left); the rows end the same as without."""
+    the windows, and at start for what a crash left); the rows end the same as without.
+
+    `read_ahead`: whether `prepare` reads the next window while this one is written (True: always, False: never,
+    None: when it pays, `read_ahead_pays`). The rows are the same either way."""
     ahead: dict[tuple, Future] = {}
     reader: list[ThreadPoolExecutor] = []       # made on the first read ahead
+    queued: list[tuple] = []                    # prepare()d, started once the next hydrate() has its own rows
 
     def read(cid: str, folder: Path, chosen: Mapping[str, IndexEntry], pool=None):
         w = window_import(chosen)
@@ -44,26 +77,48 @@ def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = No
             return w, read_window_rows(Path(folder) / DATA_FILE, cid, chosen, w, unwrap), ()
         return (w, *read_window_preview(Path(folder) / DATA_FILE, cid, chosen, w, unwrap, pool))
 
-    def prepare(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]) -> None:
-        """Start reading the window that comes next while this one is written: hydrate() of that window then
-        takes its rows, or its error. The thread reads and checks the bytes and hands the decoding to a worker
-        process (RowPool.preview), so that it does not take the GIL from the thread that writes: SQLite lets go of
-        it for each row's step, and a decoding thread kept it for up to the 5 ms switch interval each time."""
+    def prepare(cid: str, folder: Path, chosen: Mapping[str, IndexEntry], rest_bytes: int | None = None) -> None:
+        """Read the window that comes next while this one is written: hydrate() of that window then takes its
+        rows, or its error. The thread reads and checks the bytes and hands the decoding to a worker process
+        (RowPool.preview), so that it does not take the GIL from the thread that writes: SQLite lets go of it for
+        each row's step, and a decoding thread kept it for up to the 5 ms switch interval each time.
+
+        The read starts in the next hydrate() call, once that window's own rows are in hand: the first window is
+        decoded in the caller's thread, and the worker pool starting beside it only slowed it down.
+        `rest_bytes` (optional): the bytes of this window and every later one in the import. When the read ahead
+        does not pay (`read_ahead` False, or None and read_ahead_pays says no: too few bytes left for the pool's
+        start, or no free core) nothing is read ahead: each window is decoded in its turn, in the caller's thread.
+        With the authors inline (defer_authors=False) the read ahead starts at once unless `read_ahead` is False:
+        there the workers recover every signer (~45 us a message), which always outweighs moving the rows."""
+        if not defer_authors:               # authors inline: the workers recover every signer, always worth it
+            if read_ahead is not False:
+                start(cid, folder, dict(chosen))
+            return
+        if read_ahead is False or read_ahead is None and not read_ahead_pays(rest_bytes, shared_pool().running):
+            return
+        queued.append((cid, folder, dict(chosen)))
+
+    def start(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]) -> None:
+        hydrate.windows_read_ahead += 1
         if not reader:
             reader.append(ThreadPoolExecutor(1, thread_name_prefix="import-read-ahead"))
-        ahead[(cid, str(folder), tuple(sorted(chosen)))] = reader[0].submit(read, cid, folder, dict(chosen),
-                                                                            shared_pool())
+        ahead[(cid, str(folder), tuple(sorted(chosen)))] = reader[0].submit(read, cid, folder, chosen, shared_pool())
         while len(ahead) > 2:               # one being written, one read ahead: no more (a skipped window's)
             ahead.pop(next(iter(ahead)))
 
     def hydrate(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]) -> int:
         got = ahead.pop((cid, str(folder), tuple(sorted(chosen))), None)
-        w, rows, pending = got.result() if got is not None else read(cid, folder, chosen)
+        try:
+            w, rows, pending = got.result() if got is not None else read(cid, folder, chosen)
+        finally:                            # the next window's read ahead, even when this one failed
+            while queued:
+                start(*queued.pop(0))
         return history.import_window(cid, w.start, w.end, rows, w.archive_ids, pending)
     hydrate.imported = history.imported_archive_ids     # the member's record of what is imported (core.node.member)
     hydrate.history, hydrate.unwrap = history, unwrap   # what offloaded_hydrator needs to run it elsewhere
     hydrate.finish_authors = partial(finish_history, history)
     hydrate.prepare = prepare
+    hydrate.windows_read_ahead = 0                      # how many windows were read ahead (tests, benches)
     return hydrate
 
 

@@ -48,10 +48,12 @@ def open_folder_index(folder: Path, store=None):
 
 
 def import_folder(folder: Path | str, history_db: Path | str, community_id: str, selection, *, keys=(),
-                  progress=None, authors_progress=None, defer_authors: bool = True) -> ImportResult:
+                  progress=None, authors_progress=None, defer_authors: bool = True,
+                  read_ahead: bool | None = None) -> ImportResult:
     """Import the archives `selection` picks from `folder` into `history_db`, one window per transaction, then
     fill in the authors (and any an interrupted run left pending): authors_progress(done, total), first (0, n)
-    once every window is visible. `defer_authors=False` writes each row whole in its window's transaction."""
+    once every window is visible. `defer_authors=False` writes each row whole in its window's transaction;
+    `read_ahead` as core.node.hydrate.reference_hydrator's (None: when it pays)."""
     from core.history_import import ImportResult, plan_import
     from core.node.hydrate import reference_hydrator
     from core.status.archive_encryption import key_store, open_archive_bytes
@@ -66,12 +68,13 @@ def import_folder(folder: Path | str, history_db: Path | str, community_id: str,
         plan = plan_import(index, chosen, done)
         rep = ImportResult(community_id, chosen=len(chosen), already_imported=sum(1 for a in chosen if a in done))
         hydrate = reference_hydrator(history, unwrap=lambda raw: open_archive_bytes(raw, store),
-                                     defer_authors=defer_authors)
+                                     defer_authors=defer_authors, read_ahead=read_ahead)
+        rest = bytes_left(index, plan)
         for i, w in enumerate(plan):
             if progress is not None:
                 progress(i, len(plan), w)
-            if i + 1 < len(plan):               # the next window is read while this one is written
-                hydrate.prepare(community_id, folder, {a: index[a] for a in plan[i + 1].archive_ids})
+            if i + 1 < len(plan):               # the next window is read while this one is written (if it pays)
+                hydrate.prepare(community_id, folder, {a: index[a] for a in plan[i + 1].archive_ids}, rest[i + 1])
             try:
                 rep.messages += hydrate(community_id, folder, {a: index[a] for a in w.archive_ids})
             except HistoryWriteError:
@@ -86,6 +89,15 @@ def import_folder(folder: Path | str, history_db: Path | str, community_id: str,
         return rep
     finally:
         history.close()
+
+
+def bytes_left(index, plan) -> list[int]:
+    """For each window of `plan`, the bytes of its archives and of every later window's (what hydrate.prepare
+    weighs against the worker pool's start)."""
+    rest = [sum(index[a].size for a in w.archive_ids) for w in plan]
+    for i in range(len(rest) - 2, -1, -1):
+        rest[i] += rest[i + 1]
+    return rest
 
 
 def cmd_import(a) -> int:

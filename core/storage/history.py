@@ -249,9 +249,20 @@ def has_pending_table(con: sqlite3.Connection) -> bool:
 
 
 def pending_author_count(con: sqlite3.Connection, community_id: str) -> int:
+    """How many entries pending_authors would give for `community_id` (each entry whose row is this community's, or
+    whose row is gone). When no row of another community is in the history (the usual member history), that is
+    every entry, and counting the pending table alone spares reading a row per entry (0.1-0.3 s at 200k)."""
     if not has_pending_table(con):
         return 0
+    if not _other_communities(con, community_id):
+        return con.execute("SELECT COUNT(*) FROM history_authors_pending").fetchone()[0]
     return con.execute(f"SELECT COUNT(*) {_PENDING_ROWS}", (community_id,)).fetchone()[0]
+
+
+def _other_communities(con: sqlite3.Connection, community_id: str) -> bool:
+    """Whether any history row belongs to another community (two index look-ups: community_id leads the key)."""
+    return any(con.execute(f"SELECT 1 FROM history_messages WHERE community_id {op} ? LIMIT 1", (community_id,)
+                           ).fetchone() for op in ("<", ">"))
 
 
 def fill_authors(con: sqlite3.Connection, community_id: str, opened: Sequence[tuple]) -> int:

@@ -34,9 +34,8 @@ class _Visible(Exception):
     """Raised from the authors' first progress report: every window is written."""
 
 
-def main(argv: list[str]) -> None:
-    n = int(argv[0])
-    root = Path(argv[1]) if len(argv) > 1 and not argv[1].startswith("--") else Path(f"/tmp/archivist-import-{n}")
+def build(n: int, root: Path) -> Path:
+    """The community folder of n real signed messages in root (made once, then reused)."""
     weeks = max(2, n // 25_000)
     gen = TrafficGenerator(seed=3, channels=3, authors=20)
     folder = root / "d" / gen.community_id
@@ -48,6 +47,14 @@ def main(argv: list[str]) -> None:
         con.close()
         build_archives(root / "m.sqlite", gen.community_id, topics, root / "d", root / "t",
                        end=START + (weeks + 1) * WEEK, now=lambda: START + (weeks + 2) * WEEK)
+    return folder
+
+
+def main(argv: list[str]) -> None:
+    n = int(argv[0])
+    root = Path(argv[1]) if len(argv) > 1 and not argv[1].startswith("--") else Path(f"/tmp/archivist-import-{n}")
+    gen = TrafficGenerator(seed=3, channels=3, authors=20)
+    folder = build(n, root)
     writes: list[tuple[float, float]] = []
     cpu = [0.0, 0.0]
     write = MemberHistory.import_window

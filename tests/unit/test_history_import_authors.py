@@ -161,6 +161,31 @@ def test_a_pending_entry_whose_row_is_gone_or_another_is_only_cleared(tmp_path):
     h.close()
 
 
+def test_the_pending_count_is_per_community_with_another_community_in_the_history(tmp_path):
+    """pending_author_count counts the pending table alone when every row is this community's (no row read per
+    entry); with another community's rows beside it, each community counts only its own (and entries whose row
+    is gone), and its authors pass fills only its own rows."""
+    other = "0x03" + "ef" * 32
+    ms = messages(24)
+    rows, pending = preview_rows(ms)
+    h = MemberHistory(tmp_path / "h.sqlite")
+    h.import_window(CID, T, T + 100, rows, ["0xa"], pending)
+    assert h.pending_author_count(CID) == len(pending) and h.pending_author_count(other) == 0
+    theirs = [(other, *r[1:]) for r in rows[:16]]          # the same messages in another community: other rows
+    their_pending = [p for p in pending if p in {r[1] for r in theirs}]
+    h.import_window(other, T, T + 100, theirs, ["0xb"], their_pending)
+    con = sqlite3.connect(tmp_path / "h.sqlite")
+    with con:             # an entry whose row is gone counts for both (either pass clears it)
+        con.execute("INSERT INTO history_authors_pending (rid, hash) VALUES (999, ?)", (b"\x07" * 32,))
+    con.close()
+    assert h.pending_author_count(CID) == len(pending) + 1
+    assert h.pending_author_count(other) == len(their_pending) + 1
+    assert h.pending_author_count("0x02" + "00" * 32) == 1          # no row of its own: the gone entry only
+    assert finish_authors(h, CID) == len(pending) + 1
+    assert h.pending_author_count(CID) == 0 and h.pending_author_count(other) == len(their_pending)
+    h.close()
+
+
 def test_a_history_database_made_before_the_pending_table_opens_and_imports_without_loss(tmp_path):
     def tables():
         con = sqlite3.connect(tmp_path / "h.sqlite")

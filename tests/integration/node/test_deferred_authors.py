@@ -141,7 +141,7 @@ def test_a_damaged_window_read_ahead_fails_alone_and_in_its_turn(tmp_path, folde
         f.seek(bad.offset)
         f.write(b"\xff" * 8)
     db = tmp_path / "h.sqlite"
-    rep = import_folder(folder.path, db, COMMUNITY, Selection("all"))
+    rep = import_folder(folder.path, db, COMMUNITY, Selection("all"), read_ahead=True)   # small: read ahead anyway
     second = {a for a, e in ordered if (e.start, e.end) == windows[1]}
     assert bad_id in rep.failed and set(rep.failed) == second and rep.windows == len(windows) - 1
     lo, hi = windows[1]

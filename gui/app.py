@@ -45,9 +45,13 @@ def make_app(argv: list[str] | None = None):
     app.setApplicationName("Archivist")
     app.setOrganizationName("Archivist")
     app.setDesktopFileName("archivist")
-    app.setStyle("Fusion")
+    # Style and sheet once per QApplication: setting them again repolishes every live widget (seconds once a test
+    # process has made a few hundred windows), and a second call in one process changes nothing.
+    sheet = style_sheet()
+    if app.styleSheet() != sheet:    # (once the sheet is set, app.style() is Qt's style-sheet proxy)
+        app.setStyle("Fusion")
+        app.setStyleSheet(sheet)
     app.setWindowIcon(icon("archivist"))
-    app.setStyleSheet(style_sheet())
     return app
 
 
@@ -77,10 +81,10 @@ def warm_spark(window, spark=None, reason: str | None = None) -> None:
     t0 = time.perf_counter()
 
     def work(ctx):
-        from core.pipeline.session import SparkSettings, default_owner
+        from core.pipeline.session import SparkSettings
+        from gui import spark_share
         settings = spark if isinstance(spark, SparkSettings) else SparkSettings(master=spark) if spark else None
-        owner = default_owner(settings)      # shared with the node
-        window.spark_owner = owner          # a plain attribute: closed in MainWindow.closeEvent
+        owner = spark_share.hold(window, settings)   # shared with the node; let go in MainWindow.closeEvent
         job = owner.warm()
         shown = 0.0                          # the warm-up runs several small Spark jobs: the bar never goes back
         while True:                          # report the stage until the job ends (a deadline wait, not a sleep)
@@ -140,8 +144,8 @@ def start_node_in_background(window, config: Path) -> None:
         window.running_node = node           # stopped in MainWindow.closeEvent
         window.node_config = Path(config)
         if node.settings.spark_build and window.spark_owner is None:
-            from core.pipeline.session import default_owner
-            window.spark_owner = default_owner()   # the builder's owner thread: closed with the window
+            from gui import spark_share
+            spark_share.hold(window)           # the builder's owner: the last window to close closes it
         return node
 
     def attach(node) -> None:

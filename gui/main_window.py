@@ -87,7 +87,7 @@ class MainWindow(QMainWindow):
         self.restore_state()
         self.apply_settings()
         self._scratch = None
-        self.spark_owner = None          # core.pipeline.session.SparkOwner once warm_spark() started it
+        self.spark_owner = None          # the SparkOwner this window holds (gui/spark_share.py), once it needs Spark
         self.running_node = None         # core.node.runner.RunningNode once start_node_in_background() started it
         self.node_config: Path | None = None   # the TOML that node was started from (Settings edits it)
         self.tray = None                 # gui.tray.Tray watching this window (set by Tray.watch)
@@ -400,9 +400,9 @@ class MainWindow(QMainWindow):
             self.inspector.fetcher = None
         if self.node_stopper is not None:
             self.node_stopper.join(STOP_SECONDS)
-        if self.spark_owner is not None:
-            self.spark_owner.close(60)
-            self.spark_owner = None
+        if self.spark_owner is not None:   # shared by the process's windows: the last one closes it (spark_share)
+            from gui import spark_share
+            spark_share.release(self)
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None

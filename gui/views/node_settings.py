@@ -222,8 +222,8 @@ def restart_node(window, config: Path) -> None:
             except ConfigError:
                 return                     # the node's start says what is wrong with the file
             if wanted != owner.settings:
-                owner.close(60)
-                window.spark_owner = None
+                from gui import spark_share
+                spark_share.release(window, force=True)
     window.ops.run(stop, label="stop node",
                    on_done=lambda _r: start_node_in_background(window, config),
                    on_error=lambda e: window.statusBar().showMessage(f"The node did not stop: {e}", 30_000))

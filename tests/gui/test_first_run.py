@@ -277,9 +277,10 @@ def test_owner_creates_a_community_and_sees_its_first_archive(qtbot, start, tmp_
     last hours reaches the owner's own Waku node over relay (signed and encrypted as Status sends it); the owner
     presses Archive now and sees the archive: the build line, the timeline, the magnet link to share.
 
-    The node builds with the single-process build (`[spark] build = false`), not the default Spark build: this
-    test's process may hold the pipeline tests' session-wide SparkSession, which the window would share and close
-    when it closes. The window's Spark build is tests/gui/test_spark_failure_reason.py's, in a process of its own."""
+    The node builds with the single-process build (`[spark] build = false`), not the default Spark build: that
+    would start a JVM here (tens of seconds) or, under xdist, run on the pipeline tests' session-wide SparkSession
+    (which the window would leave running: gui/spark_share.py). The window's Spark build is
+    tests/gui/test_spark_failure_reason.py's, in a process of its own."""
     import time as _time
     from core.node import config
     from core.status.identity import CommunityIdentity

@@ -19,6 +19,7 @@ from gui.models import author_name
 from tests.gui.test_first_run import LEFT, _tick, _type, start  # noqa: F401 (start: the fixture)
 
 DAY = 24 * 3600
+SETTLE = 0.5           # the member's settle wait for newer archive links (s)
 INSIDE, OUTSIDE = "quokka picnic at the lighthouse", "narwhal parade postponed"
 
 
@@ -78,9 +79,18 @@ def owner(tmp_path):
         node.stop()
 
 
-def test_member_joins_by_share_link_fetches_a_range_and_finds_a_message(qtbot, start, owner, tmp_path):
+def test_member_joins_by_share_link_fetches_a_range_and_finds_a_message(qtbot, start, owner, tmp_path, monkeypatch):
+    """The member node's settle wait for newer links (20 s by default; the rule itself is tested with a fake clock
+    in tests/unit/node) is set to 0.5 s in the config the welcome screen writes: the journey is the same, without
+    waiting out the 20 s in real time."""
+    import dataclasses
+
+    from core.node import config
     from gui.views.member import to_qdate, to_ts
     from gui.views.settings import SettingsDialog
+    made = config.first_run_settings
+    monkeypatch.setattr(config, "first_run_settings",
+                        lambda **kw: dataclasses.replace(made(**kw), settle_seconds=SETTLE))
     node, gen, now = owner
     cid = gen.community_id
     w = start()
@@ -108,6 +118,7 @@ def test_member_joins_by_share_link_fetches_a_range_and_finds_a_message(qtbot, s
     assert main.member.banner.text() == "Waiting: no archive link received yet"
     (cc,) = load(data / "archivist.toml").communities
     assert (cc.policy, cc.range_start, cc.range_end) == ("range", start_ts, end_ts)
+    assert load(data / "archivist.toml").settle_seconds == SETTLE
 
     dlg = SettingsDialog(main.settings, main, config=main.node_config)  # 3. where the owner is, then restart
     qtbot.addWidget(dlg)

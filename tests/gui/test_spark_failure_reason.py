@@ -5,7 +5,11 @@ worker), the node's own SparkSession, the real window (offscreen).
 
 The window runs in a child process of its own: a process has one JVM, and under xdist this test's worker may
 already run a local-mode SparkSession for other tests, whose JVM (and its environment) a cluster session in the
-same process would inherit. The child prints what is on screen as one JSON line."""
+same process would inherit. The child prints what is on screen as one JSON line.
+
+Time: the child starts (imports, window, message store) while the parent starts the master, and reads the master's
+URL from its stdin only when it writes the node's config; the executor timeout is 1 s (the watchdog's rule itself is
+tests/unit/pipeline's). What remains is the driver's JVM and pyspark's imports in the child."""
 from __future__ import annotations
 
 import json
@@ -21,12 +25,18 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def child(home: str, master: str) -> None:
-    """The scenario, in a fresh process: an owner's node on `master`, messages in its store, Archive now."""
+EXECUTOR_TIMEOUT = 1.0   # s: the node's [spark] executor_timeout in this test
+
+
+def child(home: str) -> None:
+    """The scenario, in a fresh process: an owner's node on the master whose URL comes on stdin, messages in its
+    store, Archive now."""
     os.environ.update(HOME=home, XDG_CONFIG_HOME=f"{home}/.config", XDG_DATA_HOME=f"{home}/.local/share",
                       ARCHIVIST_NO_SPARK="1", QT_QPA_PLATFORM="offscreen")
     import core.node.runner  # noqa: F401 - the node's modules before PySide6: shiboken's import hook reads the
     import core.waku.node    # noqa: F401   source of every module imported after it (minutes for libp2p here)
+    import core.pipeline.build     # noqa: F401 - and the driver's: pyspark, and what its first py4j call imports
+    import pyspark.testing.utils   # noqa: F401   (pandas, pyarrow), while the parent's master is still starting
     from PySide6.QtCore import QSettings
     from PySide6.QtTest import QTest
     from core.archive.codec import ArchiveMessage
@@ -40,9 +50,6 @@ def child(home: str, master: str) -> None:
     app.setQuitOnLastWindowClosed(False)
     cid, path = owner_config(Path(home))
     s = load(path)
-    s.spark_master, s.spark_executor_timeout, s.spark_build = master, 5.0, True
-    path.unlink()
-    save(s, path, {cid + CHANNEL: "general"})
     now = int(time.time())
     con = waku_messages.connect(s.data_dir / "messages.sqlite")
     waku_messages.insert_messages(con, [ArchiveMessage(b"\x04" + bytes(64), now - 7200 + i,
@@ -52,6 +59,10 @@ def child(home: str, master: str) -> None:
     con.close()
     w = MainWindow(settings=QSettings(f"{home}/gui.ini", QSettings.Format.IniFormat))
     w.show()
+    master = sys.stdin.readline().strip()      # the parent's master is up
+    s.spark_master, s.spark_executor_timeout, s.spark_build = master, EXECUTOR_TIMEOUT, True
+    path.unlink()
+    save(s, path, {cid + CHANNEL: "general"})
 
     def wait(cond, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -77,12 +88,18 @@ def test_archive_now_on_a_cluster_without_workers_shows_the_reason(tmp_path):
     from core.pipeline.cluster import StandaloneCluster
     home = tmp_path / "home"
     home.mkdir()
-    with StandaloneCluster(tmp_path / "cluster", worker=False) as cluster:
-        p = subprocess.run([sys.executable, "-c", "import sys; from tests.gui.test_spark_failure_reason import child; "
-                            "child(sys.argv[1], sys.argv[2])", str(home), cluster.master_url],
-                           cwd=ROOT, capture_output=True, text=True, timeout=540)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
-    shown = json.loads(p.stdout.strip().splitlines()[-1])
+    p = subprocess.Popen([sys.executable, "-c", "import sys; from tests.gui.test_spark_failure_reason import child; "
+                          "child(sys.argv[1])", str(home)], cwd=ROOT, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with StandaloneCluster(tmp_path / "cluster", worker=False) as cluster:
+            out, err = p.communicate(cluster.master_url + "\n", timeout=540)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0, out[-2000:] + err[-3000:]
+    shown = json.loads(out.strip().splitlines()[-1])
     reason = f"no Spark worker is available at {cluster.master_url}"
     assert shown["master"] == cluster.master_url and shown["builder"]
     assert "archive now failed" in shown["status"] and reason in shown["status"], shown["status"]

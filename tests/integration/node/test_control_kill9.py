@@ -5,22 +5,21 @@ message is still in `waku_messages` or in exactly one archive in `data` (every a
 duplicated; after the restart the folder passes `archivist verify` and equals an uninterrupted run byte for byte.
 
 The random delay is only the source of randomness: the assertions are about the invariant, never about timing.
-Run this file as a script (`... child ROOT NOW CONFIG`) to get the child process."""
+Each child is forked from multiprocessing's fork server with the node's modules loaded (forked.py); run this file
+as a script (`... child ROOT NOW CONFIG`) to get the same child as a process of its own."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import random
-import select
 import shutil
 import sqlite3
-import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
 WEEK = 7 * 24 * 3600
 TRIALS = 50
 
@@ -37,11 +36,11 @@ def _open_node(root: Path, cfg: dict, now: float, bus=None):
     return ControlNode(ccfg, paths, state, bus or E.EventBus(), FakeClock(now)), state
 
 
-def child(root: str, now: str, cfg: str) -> None:
-    """What the killed process does; markers on stdout: S ready, B build begins, b start done, r retention done,
-    each but S with the seconds since S."""
+def child(root: str, now: str, cfg: str, write=lambda b: os.write(1, b)) -> None:
+    """What the killed process does; markers written with `write` (stdout by default): S ready, B build begins,
+    b start done, r retention done, each but S with the seconds since S."""
     from core.node import events as E
-    mark = lambda s: os.write(1, s.encode())  # noqa: E731  (unbuffered: the parent sees exactly what happened)
+    mark = lambda s: write(s.encode())  # noqa: E731  (unbuffered: the parent sees exactly what happened)
     t0 = time.monotonic()
     bus = E.EventBus()
     bus.subscribe(lambda e: mark(f"B{time.monotonic() - t0:.4f};") if e.name == E.CREATING_HISTORY_ARCHIVES
@@ -83,30 +82,42 @@ def _check_invariant(root: Path, cid: str, source: set[bytes]) -> None:
     assert set(archived) <= source
 
 
+def _forked_child(conn, root: str, now: str, cfg: str) -> None:
+    child(root, now, cfg, conn.send_bytes)
+
+
 def _run_child(root: Path, now: float, cfg: dict, delay: float | None, after: str = "S") -> str:
     """Start the child, wait for its marker `after`, kill it `delay` seconds later (None: let it finish).
     Returns the markers it wrote."""
-    proc = subprocess.Popen([sys.executable, __file__, "child", str(root), repr(now), json.dumps(cfg)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    fd = proc.stdout.fileno()
+    from tests.integration.node import forked
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    proc = forked.start(_forked_child, writer, str(root), repr(now), json.dumps(cfg))
+    writer.close()                             # the child's copy is the only writer: EOF when it ends
+
+    def read() -> bytes:
+        try:
+            return reader.recv_bytes()
+        except EOFError:
+            return b""
     out = b""
     while after.encode() not in out:
-        ready, _, _ = select.select([fd], [], [], 60)
-        assert ready, "child did not start"
-        chunk = os.read(fd, 16)
+        assert reader.poll(120), "child did not start"
+        chunk = read()
         if not chunk:
             break                              # it finished before the aimed-at phase: a kill after the end
         out += chunk
-    if delay is not None:
-        try:                                   # the random kill point: `delay` s on, unless the child ended first
-            proc.wait(timeout=delay)
-        except subprocess.TimeoutExpired:
+    if delay is not None:                      # the random kill point: `delay` s on, unless the child ended first
+        proc.join(delay)
+        if proc.exitcode is None:
             proc.kill()
-    rest, err = proc.communicate(timeout=120)
+    proc.join(120)
+    assert proc.exitcode is not None, "child did not end"
+    while chunk := read():
+        out += chunk
+    reader.close()
     if delay is None:
-        assert proc.returncode == 0, err.decode()[-2000:]
-    return (out + rest).decode()
+        assert proc.exitcode == 0, f"child exit code {proc.exitcode} (its traceback is on stderr)"
+    return out.decode()
 
 
 def _finish(root: Path, cfg: dict, now: float) -> None:
@@ -129,7 +140,7 @@ def test_control_node_survives_sigkill_during_build_and_retention(tmp_path):
     from core.archive.build import torrent_path
     from core.archive.verify import verify_folder
     from core.synth import synthesize
-    syn = synthesize(tmp_path / "src.sqlite", messages=3000, weeks=6, channels=3, seed=7, min_payload=40,
+    syn = synthesize(tmp_path / "src.sqlite", messages=1500, weeks=6, channels=3, seed=7, min_payload=40,
                      max_payload=600)
     cfg = {"id": syn.community_id, "chats": syn.chat_ids}
     source = _hashes(Path(syn.path))

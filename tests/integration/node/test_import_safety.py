@@ -156,11 +156,20 @@ def test_archivist_import_encrypted_folder(tmp_path):
 
 # -- kill -9 ------------------------------------------------------------------------------------------------------
 
-def child(folder, db, op, kill_at=None):
-    args = [sys.executable, "-m", "tests.integration.node.import_child", str(folder), str(db), *map(str, op)]
+def child(folder, db, op, kill_at=None) -> int:
+    """import_child.py's import in a child forked from the fork server (forked.py: the modules are loaded once,
+    not in each of the 50 children); returns its exit code (-SIGKILL when it killed itself)."""
+    from tests.integration.node import forked
+    argv = [str(folder), str(db), *map(str, op)]
     if kill_at is not None:
-        args += ["--kill-at", str(kill_at)]
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        argv += ["--kill-at", str(kill_at)]
+    p = forked.start(forked.import_child_main, argv)
+    p.join(120)
+    if p.exitcode is None:
+        p.kill()
+        p.join()
+        raise AssertionError("the import child did not end within 120 s")
+    return p.exitcode
 
 
 def random_op(rng: random.Random, weeks: int) -> tuple:
@@ -197,7 +206,7 @@ def test_kill9_during_imports_loses_and_duplicates_nothing(tmp_path):
             wanted = chosen_hashes(folder, ms, op)
             if wanted - expected:       # killed inside a transaction: the child would write len(wanted - expected)
                 killed = child(folder.path, db, op, kill_at=rng.randrange(len(wanted - expected)))
-                assert killed.returncode == -signal.SIGKILL, killed.stderr
+                assert killed == -signal.SIGKILL, f"exit code {killed} (the child's traceback is on stderr)"
                 kills += 1
             sel = Selection("range", op[1], op[2]) if op[0] == "range" else Selection(op[0])
             rep = import_folder(folder.path, db, COMMUNITY, sel)          # the restart finishes the job

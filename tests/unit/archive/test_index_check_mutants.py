@@ -49,6 +49,8 @@ def test_each_entry_fault_has_its_own_sentence():
             "error") in found(check_entries(keyed(e)))
     e = entry(0, size=0, padding=0)
     assert [f.code for f in check_entries(keyed(e))] == ["size-not-piece-multiple", "padding-formula"]
+    e = entry(0, size=2 * P + 5, padding=5)     # every other field as a healthy entry's: not let through
+    assert [f.code for f in check_entries(keyed(e))] == ["size-not-piece-multiple", "padding-formula"]
     e = entry(0, offset=5)
     assert ("offset-not-piece-aligned", f"offset 5 is not on a {P}-byte piece boundary", e.archive_id,
             "error") in found(check_entries(keyed(e)))

@@ -191,6 +191,19 @@ def test_envelopes_for_a_given_community_id_use_its_chats(community, other_key):
     assert [t for t, _ in got] == [topics.content_topic(c) for c in topics.archive_link_chat_ids(cid)]
 
 
+def test_an_envelope_on_the_communitys_chat_signed_by_another_key_is_refused(community, other_key):
+    """Members take archive links only from the control node: a stranger posting on the community's link chat,
+    with a well-formed type-43 message, is refused when the envelope is opened."""
+    cid = community.community_id
+    chat = topics.archive_link_chat_ids(cid)[0]
+    (_, env), = am.archive_link_envelopes(other_key, 5, MAGNET, cid, chat_ids=(chat,))
+    assert am.parse_archive_link_message(payload_v1.decrypt(env, topics.symmetric_key(chat)).data).link == MAGNET
+    with pytest.raises(SignatureError) as ei:
+        am.open_archive_link_envelope(env, chat, cid)
+    assert (ei.value.code, str(ei.value)) == ("not-community-key",
+                                              "archive-link message is not signed by the community key")
+
+
 def test_envelopes_are_signed_by_the_community_key_with_the_given_nonce(community):
     got = am.archive_link_envelopes(community.private_key, 5, MAGNET, nonce=b"\x07" * 12, padding=b"\x01")
     for topic, env in got:

@@ -31,6 +31,8 @@ def test_refusal_sentences_are_exact():
             f"infohash {'z' * 60!r} is not 40 hex digits (or 32 base32 characters)")
     refused(f"magnet:?xt=urn:btih:{IH}&dn=" + "n" * 100,
             f"magnet name {'n' * 80!r} is not a community ID (0x + 66 hex digits)", need_community=True)
+    # a lone surrogate (a mis-decoded file or clipboard), counted after the surrounding blanks are stripped
+    refused(f"  magnet:?xt=urn:btih:{IH}&dn=\ud800", "not a magnet link: character 64 is not valid text")
     with pytest.raises(MagnetError) as ei:
         parse_magnet("magnet:?xt=urn:btih:" + IH + "&dn=%FF")
     assert str(ei.value).startswith("not a magnet link: its parameters do not decode (")

@@ -25,6 +25,7 @@ from core.waku import libp2p_patches
 from core.waku.libp2p_patches import locks, records
 from core.waku.libp2p_patches.gossipsub import WAKU_RELAY_PROTOCOL
 from core.waku.libp2p_patches.host import noise_only_security
+from tests.unit.waku.test_libp2p_fixes import TrickleStream
 
 ROOT = Path(__file__).resolve().parents[3]
 PEER = ID(b"\x00\x25" + bytes(37))
@@ -105,21 +106,10 @@ def test_fix5_upstream_silent_drop_limits():
     assert _upstream_gossipsub().spam_protection_enabled is True           # 5c
 
 
-class _TrickleStream:
-    """Returns at most `chunk` bytes per read, like mplex under load."""
-
-    def __init__(self, data: bytes, chunk: int = 1000):
-        self.data, self.chunk = data, chunk
-
-    async def read(self, n: int = -1) -> bytes:
-        out, self.data = self.data[:min(n, self.chunk)], self.data[min(n, self.chunk):]
-        return out
-
-
 def test_fix6_upstream_read_exactly_gives_up():
     body = bytes(512000)
     with pytest.raises(IncompleteReadError):
-        trio.run(read_exactly, _TrickleStream(body), len(body))           # 100 retries, then it gives up
+        trio.run(read_exactly, TrickleStream(body), len(body))           # 100 retries, then it gives up
 
 
 def test_fix7_upstream_offers_plaintext():

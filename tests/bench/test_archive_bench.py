@@ -4,9 +4,12 @@ Each runs in a fresh child process, alternately, ARCHIVIST_BENCH_REPEAT times (d
 compared, since other work shares this machine. Printed: time in process, CPU time, whole process, peak RSS.
 Goal (issue 17): build <= 1.5x the floor at 1M messages, peak RSS <= 300 MiB.
 
-Default: 50k messages. ARCHIVIST_SLOW=1: 1M messages (ARCHIVIST_BENCH_MESSAGES overrides)."""
+Default: 50k messages. ARCHIVIST_SLOW=1: 1M messages (ARCHIVIST_BENCH_MESSAGES overrides).
+ARCHIVIST_BENCH_STORE_DIR=DIR keeps the store in DIR and reuses it (build_bench.py)."""
 import os
 import shutil
+
+import pytest
 
 from tests.bench.build_bench import run_build, run_floor, store
 from tests.bench.table import record
@@ -16,6 +19,7 @@ REPEAT = max(1, int(os.environ.get("ARCHIVIST_BENCH_REPEAT", "2")))
 GOAL_RATIO, GOAL_RSS_MIB = 1.5, 300
 
 
+@pytest.mark.timeout(3600)   # 10M (ARCHIVIST_BENCH_MESSAGES): each build and floor takes a minute or more
 def test_build_throughput(tmp_path):
     s = store(tmp_path / "m.sqlite", N)
     builds, floors = [], []

@@ -1,6 +1,7 @@
 """Peak RSS of `build` (whole child process) is flat in the message count: <= 300 MiB at 100k and 1M messages, and
 at 10M under ARCHIVIST_SLOW=1 (issue 17), printed beside the floor process' own (floor_build.py). `build` streams
-one batch of rows and one archive at a time, so only the interpreter and its libraries should show."""
+one batch of rows and one archive at a time, so only the interpreter and its libraries should show.
+ARCHIVIST_BENCH_STORE_DIR=DIR keeps the stores in DIR and reuses them (build_bench.py); `-k 10000000` runs 10M only."""
 import os
 import shutil
 

@@ -163,7 +163,7 @@ class Engine:
         futures = [self.submit(cid, n.tick) for cid, n in live]
         if self.transport is not None:
             futures += [self.submit(cid, self._query_links, n) for cid, n in live
-                        if isinstance(n, MemberNode) and self.links.due(cid)]
+                        if isinstance(n, MemberNode) and self.links.claim(cid)]
         if self._group_keys_added():
             futures += [self.submit(cid, n.retry_parked) for cid, n in live if isinstance(n, MemberNode)]
         return futures

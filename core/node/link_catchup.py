@@ -46,6 +46,16 @@ class LinkCatchUp:
             s = self._schedules.get(cid)
             return s is not None and self.clock.now() >= s.due
 
+    def claim(self, cid: str) -> bool:
+        """True if a query is due, and then it is no longer due until finished() says when: a tick that queues
+        the query while the community's queue is busy (a long import) does not queue it again at every tick."""
+        with self._lock:
+            s = self._schedules.get(cid)
+            if s is None or self.clock.now() < s.due:
+                return False
+            s.due = float("inf")
+            return True
+
     def first_sighting(self, cid: str, message_hash: bytes | None) -> bool:
         """True the first time a message hash is seen for `cid` (a message without a hash always counts)."""
         if not message_hash:

@@ -29,6 +29,21 @@ def test_failed_queries_back_off_and_a_good_one_resets_the_back_off():
     assert links.finished("c", int(clock.now()), errors=[("peer", "refused")]) == LINK_QUERY_RETRY_S[0]
 
 
+def test_a_claimed_query_is_claimed_once_until_it_has_run():
+    clock = FakeClock(T0)
+    links = LinkCatchUp(clock)
+    assert not links.claim("c")                     # no schedule before the start's query
+    links.begin("c")
+    links.finished("c", T0, errors=[("peer", "unreachable")])
+    clock.advance(LINK_QUERY_RETRY_S[0])
+    assert links.claim("c")                         # due: one tick queues it...
+    assert not links.claim("c") and not links.due("c")   # ...the next ticks (queue still busy) do not
+    links.begin("c")
+    links.finished("c", int(clock.now()), errors=[])
+    clock.advance(LINK_QUERY_EVERY_S)
+    assert links.claim("c")
+
+
 def test_a_running_query_is_not_due_again_however_long_it_takes():
     clock = FakeClock(T0)
     links = LinkCatchUp(clock)

@@ -19,17 +19,19 @@ change upstream that may remove the need, it is named in `upstream`.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable
 
+from libp2p.io.trio import TrioTCPStream
 from libp2p.network.swarm import Swarm
 from libp2p.pubsub import gossipsub as _gossipsub_module
 from libp2p.pubsub import pubsub as _pubsub_module
 from libp2p.pubsub import rpc_queue as _rpc_queue
 from libp2p.stream_muxer.yamux.yamux import Yamux, YamuxStream
 
-from core.waku.libp2p_patches import (connections, fastpath, framing, gossipsub, host, locks, pubsub, records,
-                                      sendq, streams, yamux)
+from core.waku.libp2p_patches import (connections, fastpath, framing, gossipsub, host, locks, pubsub, readahead,
+                                      records, sendq, streams, unread, yamux)
 
 T = "tests/unit/waku/"
 NO_ISSUE = "none found in libp2p/py-libp2p"
@@ -119,12 +121,19 @@ PATCHES: tuple[Patch, ...] = (
           T + "test_libp2p_fix22.py::test_fix23_upstream_answers_a_pipelined_client_in_two_writes"),
     Patch("24", "a new task per relayed message", "pubsub/pubsub.py continuously_read_stream", NO_ISSUE,
           "fastpath", "subclass", T + "test_libp2p_fix22.py::test_fix24_upstream_spawns_a_task_per_relayed_message"),
+    Patch("25", "two socket receives (two scheduling points) per Noise message", "io/trio.py TrioTCPStream.read",
+          NO_ISSUE, "readahead", "global",
+          T + "test_libp2p_fix28.py::test_fix25_upstream_reads_the_socket_once_per_call"),
     Patch("26", "publish walks every connected peer per message", "pubsub/gossipsub.py GossipSub.publish",
           NO_ISSUE, "fastpath", "subclass",
           T + "test_libp2p_fix22.py::test_fix26_upstream_publish_walks_every_connected_peer"),
     Patch("27", "every yamux frame sent builds a debug line, debug logging on or not",
           "stream_muxer/yamux/yamux.py Yamux._write_frame", NO_ISSUE, "yamux", "global",
           T + "test_libp2p_fix27.py::test_fix27_upstream_formats_a_debug_line_per_frame_with_debug_off"),
+    Patch("28", "a stream's received, unread data is dropped when its connection ends (GO_AWAY, EOF)",
+          "stream_muxer/yamux/yamux.py Yamux._cleanup_on_error, read_stream, YamuxStream.read; "
+          "network/stream/net_stream.py NetStream.read after SwarmConn._cleanup", NO_ISSUE, "unread", "global",
+          T + "test_libp2p_fix28.py::test_fix28_upstream_drops_unread_data_when_the_connection_ends"),
 )
 
 
@@ -150,7 +159,10 @@ GLOBAL: dict[str, tuple[Callable[[], None], Callable[[], bool]]] = {
                                        lambda: _pubsub_module.read_varint_prefixed_bytes_limited is framing.read_rpc),
     "27 lean yamux frame writes": (yamux.install_lean_write_frame,
                                    lambda: Yamux._write_frame is yamux.lean_write_frame),
+    "28 unread data kept": (unread.install_unread_kept, unread.installed),
 }
+if not os.environ.get("ARCHIVIST_WAKU_NO_READ_AHEAD"):     # benchmarks only: fix 25 off, to compare
+    GLOBAL["25 TCP read-ahead"] = (readahead.install_read_ahead, lambda: TrioTCPStream.read is readahead.read_ahead)
 
 
 def apply_all() -> None:
@@ -167,4 +179,5 @@ def applied() -> dict[str, bool]:
 apply_all()
 
 __all__ = ["PATCHES", "GLOBAL", "Patch", "apply_all", "applied", "connections", "fastpath", "framing",
-           "gossipsub", "host", "locks", "pubsub", "records", "sendq", "streams", "yamux"]
+           "gossipsub", "host", "locks", "pubsub", "readahead", "records", "sendq", "streams", "unread",
+           "yamux"]

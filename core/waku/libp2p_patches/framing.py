@@ -19,10 +19,15 @@ def buffered(stream) -> bytearray | None:
     """The yamux receive buffer behind `stream` (bytes arrived and not yet read; the same object keeps filling),
     or None when there is none to look at (mplex, WebSocket without yamux, a closed stream)."""
     ms = getattr(stream, "muxed_stream", stream)
-    bufs = getattr(getattr(ms, "conn", None), "stream_buffers", None)
+    conn = getattr(ms, "conn", None)
+    bufs = getattr(conn, "stream_buffers", None)
     if bufs is None:
         return None
-    return bufs.get(getattr(ms, "stream_id", None))
+    sid = getattr(ms, "stream_id", None)
+    buf = bufs.get(sid)
+    if buf is None and getattr(conn, "_waku_unread", None):     # fix 28: kept after the connection ended
+        return conn._waku_unread.get(sid)
+    return buf
 
 
 def _varint(head: bytes) -> tuple[int, int] | None:

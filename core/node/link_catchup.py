@@ -41,20 +41,23 @@ class LinkCatchUp:
     def _schedule(self, cid: str) -> _Schedule:
         return self._schedules.setdefault(cid, _Schedule())
 
+    def _due(self, cid: str) -> _Schedule | None:
+        """The schedule of `cid` if its query is due (call with the lock held)."""
+        s = self._schedules.get(cid)
+        return s if s is not None and self.clock.now() >= s.due else None
+
     def due(self, cid: str) -> bool:
         with self._lock:
-            s = self._schedules.get(cid)
-            return s is not None and self.clock.now() >= s.due
+            return self._due(cid) is not None
 
     def claim(self, cid: str) -> bool:
         """True if a query is due, and then it is no longer due until finished() says when: a tick that queues
         the query while the community's queue is busy (a long import) does not queue it again at every tick."""
         with self._lock:
-            s = self._schedules.get(cid)
-            if s is None or self.clock.now() < s.due:
-                return False
-            s.due = float("inf")
-            return True
+            s = self._due(cid)
+            if s is not None:
+                s.due = float("inf")
+            return s is not None
 
     def first_sighting(self, cid: str, message_hash: bytes | None) -> bool:
         """True the first time a message hash is seen for `cid` (a message without a hash always counts)."""

@@ -49,6 +49,7 @@ MODULES: dict[str, list[str]] = {
                                             S + "test_application_metadata_mutants.py"],
     "core/archive/rebuild.py": [A + "test_rebuild_mutants.py", A + "test_index_trust.py"],
     "core/node/member.py": [N + "test_member_mutants.py"],
+    "core/node/link_catchup.py": [N + "test_link_catchup.py"],
     "core/archive/codec.py": [A + "test_codec.py", A + "test_codec_mutants.py", A + "test_index_decode.py",
                               A + "test_wire_vector.py"],
     "core/status/archive_encryption.py": [S + "test_archive_encryption.py", S + "test_archive_encryption_mutants.py",

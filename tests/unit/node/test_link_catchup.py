@@ -74,3 +74,10 @@ def test_a_message_is_handed_over_once_per_community_and_old_hashes_are_forgotte
         links.first_sighting("c", i.to_bytes(4, "big"))
     assert links.first_sighting("c", b"h1")          # pushed out by SEEN_KEPT newer ones: memory stays bounded
     assert not links.first_sighting("c", (SEEN_KEPT - 1).to_bytes(4, "big"))
+
+
+def test_exactly_seen_kept_hashes_are_remembered():
+    links = LinkCatchUp(FakeClock(T0))
+    for i in range(SEEN_KEPT):
+        assert links.first_sighting("c", i.to_bytes(4, "big"))
+    assert not links.first_sighting("c", (0).to_bytes(4, "big"))   # the oldest of SEEN_KEPT is still known

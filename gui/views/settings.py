@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QWidget)
 
 from core.archive.constants import DEFAULT_TRACKERS
+from gui.views.path_field import path_field
 
 DEFAULTS = {
     "data_dir": "",
@@ -58,13 +59,8 @@ class SettingsDialog(QDialog):
         self.config = Path(config) if config else _config_of(settings)
         self.saved = False
         v = load(settings)
-        self.data_dir = QLineEdit(v["data_dir"])
-        self.data_dir.setPlaceholderText("default: the platform's data folder")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
-        drow = QHBoxLayout()
-        drow.addWidget(self.data_dir, 1)
-        drow.addWidget(browse)
+        self.data_dir, drow = path_field(self, v["data_dir"], "default: the platform's data folder",
+                                         lambda w, cur: QFileDialog.getExistingDirectory(w, "Data directory", cur))
         self.torrent_port, self.waku_port = QSpinBox(), QSpinBox()
         for s, val in ((self.torrent_port, v["torrent_port"]), (self.waku_port, v["waku_port"])):
             s.setRange(0, 65535)
@@ -143,11 +139,6 @@ class SettingsDialog(QDialog):
         lay.addWidget(note)
         lay.addLayout(rrow)
         lay.addWidget(self.buttons)
-
-    def _browse(self) -> None:
-        d = QFileDialog.getExistingDirectory(self, "Data directory", self.data_dir.text())
-        if d:
-            self.data_dir.setText(d)
 
     def values(self) -> dict:
         return {"data_dir": self.data_dir.text().strip(), "torrent_port": self.torrent_port.value(),

@@ -5,9 +5,10 @@ the same warning the command line prints."""
 from __future__ import annotations
 
 from PySide6.QtWidgets import (QCheckBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
-                               QPushButton, QSpinBox, QWidget)
+                               QSpinBox, QWidget)
 
 from core.node.config import NodeSettings
+from gui.views.path_field import path_field
 
 
 def _port_box(value: int) -> QSpinBox:
@@ -32,13 +33,9 @@ class SparkBox(QGroupBox):
         self.driver_bind.setPlaceholderText("default: the driver host (differs behind NAT)")
         self.driver_port, self.block_manager_port = _port_box(s.spark_driver_port), _port_box(
             s.spark_block_manager_port)
-        self.secret_file = QLineEdit(s.spark_secret_file or "")
-        self.secret_file.setPlaceholderText("a file with mode 0600 holding the cluster's shared secret")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
-        srow = QHBoxLayout()
-        srow.addWidget(self.secret_file, 1)
-        srow.addWidget(browse)
+        self.secret_file, srow = path_field(
+            self, s.spark_secret_file or "", "a file with mode 0600 holding the cluster's shared secret",
+            lambda w, cur: QFileDialog.getOpenFileName(w, "Spark secret file", cur)[0])
         self.stage_dir = QLineEdit(s.spark_stage_dir or "")
         self.stage_dir.setPlaceholderText("cluster: a folder shared by this computer and every worker (e.g. NFS)")
         self.encrypt = QCheckBox("Encrypt Spark's network traffic (needs the secret file)")
@@ -67,11 +64,6 @@ class SparkBox(QGroupBox):
             edit.textChanged.connect(self._warn)
         self.encrypt.toggled.connect(self._warn)
         self._warn()
-
-    def _browse(self) -> None:
-        f, _ = QFileDialog.getOpenFileName(self, "Spark secret file", self.secret_file.text())
-        if f:
-            self.secret_file.setText(f)
 
     def values(self, loaded: NodeSettings) -> dict:
         return dict(spark_master=self.master.text().strip() or loaded.spark_master,

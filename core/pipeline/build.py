@@ -4,9 +4,11 @@ The driver then hands the ordered archive bytes to the same writer as the refere
 (core.archive.folder.ArchiveFolder.append, then core.archive.build.finish_build), so data, index and torrent are
 byte-identical to core.archive.build.build_archives. The folder is opened by the same ArchiveFolder, so the index
 is checked before it is trusted (a damaged index is rebuilt from data or refused with CorruptFolder, never used to
-cut data). Nothing is written until Spark has produced every archive; a cancel that arrives while the driver
-appends, or a disk fault, is undone by the folder's append (data cut back, index untouched): the folder is left
-exactly as it was.
+cut data). The driver appends each window as soon as the executors have spooled it, while the job still runs
+(core/pipeline/stream.py), but the index is written only once the whole job has ended and its rows agree with what
+was appended; until then the bytes are an append under way: a cancel, a failed job or a disk fault is undone by the
+folder's append (data cut back, index untouched), and a kill -9 is cut off by the next open of the folder, so the
+folder is left exactly as it was.
 
 The torrent's piece hashes are not read back from `data`: each archive fills whole pieces, so the executors hash
 each new archive's pieces as they encode it (encode.encoded_rows), and a driver thread hashes the archives already
@@ -19,7 +21,6 @@ import shutil
 import threading
 import time
 import uuid
-from itertools import chain
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -28,10 +29,11 @@ from core.archive.constants import MAX_ARCHIVE_PAYLOAD, PARTITION_SECONDS
 from core.archive.diskio import disk_error
 from core.archive.folder import ArchiveFolder
 from core.archive.torrent import data_piece_hashes
-from core.pipeline.session import SparkJob, SparkOwner
+from core.pipeline.session import JobCancelled, SparkJob, SparkOwner
 from core.pipeline.source import STAGE_UNSEEN, STORE_UNSEEN
 from core.pipeline.spark_encode import PipelineError, encode_on_spark
 from core.pipeline.stage import Stage, StageUnseen, stage_windows, unseen_message
+from core.pipeline.stream import StreamingAppend, WindowFeed
 from core.storage import waku_messages
 
 
@@ -76,16 +78,29 @@ def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: st
             raise disk_error(e, spool, "creating the spool folder", "nothing was written") from None
         remove = functools.partial(_remove_spool, spool)
     old = OldPieces(folder.data_path, folder.described_length if windows and topics else 0)
+    check = job.check_cancelled if job is not None else None
+    feed: WindowFeed | None = None
     try:
         try:
-            # A cancel is checked before each archive is appended; append undoes what it wrote on any failure.
-            produced = encode_on_spark(spark, db_path, topics, windows, cap=cap, transform=transform, hold=hold,
-                                       plan=plan, spool_dir=spool.resolve(),
-                                       stage=stage.path if stage is not None else None,
-                                       check=job.check_cancelled if job is not None else None)
-            archives = iter(produced)
-            first = next(archives, None)   # nothing new: the folder is not touched (as build_archives)
-            new_ids = [] if first is None else folder.append(chain([first], archives))
+            if windows and topics:   # the append runs beside the job, window by window (core/pipeline/stream.py)
+                feed = WindowFeed(spool.resolve(), windows, topics, check=check, **_notify_address(spark))
+                appender = StreamingAppend(folder, feed, on_error=_stopper(spark, job))
+            try:
+                produced = encode_on_spark(spark, db_path, topics, windows, cap=cap, transform=transform,
+                                           hold=hold, plan=plan, spool_dir=spool.resolve(),
+                                           stage=stage.path if stage is not None else None, check=check)
+            except BaseException:
+                if feed is not None:
+                    feed.fail()
+                    appender.join()   # it undid what it appended
+                    if appender.error is not None and not isinstance(appender.error, JobCancelled):
+                        raise appender.error from None   # a disk fault stopped the job: report the fault
+                raise
+            if feed is None:
+                new_ids = []
+            else:
+                feed.finish(produced)
+                new_ids = appender.result()
         except PipelineError as e:
             line = unseen_message(str(e)) if e.code in (STAGE_UNSEEN, STORE_UNSEEN) else None
             if line is None:
@@ -95,6 +110,8 @@ def build_job(spark, job: SparkJob | None, db_path: Path | str, community_id: st
         old.stop()
         raise
     finally:
+        if feed is not None:
+            feed.close()
         remove()
     new_pieces = produced.pieces() if new_ids else None
     if new_pieces is None:
@@ -139,6 +156,24 @@ class OldPieces:
         if self._thread is not None:
             self._thread.join()
         return self._pieces
+
+
+def _notify_address(spark) -> dict[str, str]:
+    """Where the executors wake the driver's WindowFeed: loopback in local mode, else the driver's own address
+    (`spark.driver.host`, bound at `spark.driver.bindAddress` when that differs)."""
+    sc = spark.sparkContext
+    if sc.master.startswith("local"):
+        return {"host": "127.0.0.1"}
+    conf = sc.getConf()
+    host = conf.get("spark.driver.host", "127.0.0.1")
+    return {"host": host, "bind": conf.get("spark.driver.bindAddress", host)}
+
+
+def _stopper(spark, job: SparkJob | None) -> Callable[[], None] | None:
+    """Cancels the build's Spark job once its append has failed (nothing the job makes can be used any more)."""
+    if job is None:
+        return None
+    return lambda: spark.sparkContext.cancelJobGroup(job.group)
 
 
 def _remove_spool(spool: Path) -> None:

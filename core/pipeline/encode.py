@@ -15,12 +15,15 @@ ENCODED_SCHEMA = ("window INT, chunk INT, start BIGINT, end BIGINT, messages BIG
 ENCODED_NAMES = ["window", "chunk", "start", "end", "messages", "raw", "error", "spool", "pieces"]
 
 
-def hold(address: tuple[str, int] | None) -> None:
-    """Test seam: block this task until the test's socket sends a byte or closes (proves cancel mid-job)."""
+def hold(address: tuple[str, int] | None, window: int | None = None) -> None:
+    """Test seam: block this task until the test's socket sends a byte or closes (proves cancel mid-job). The fused
+    plan's task first sends its first window's number and a newline, so that a test can release some tasks only."""
     if address is None:
         return
     import socket
     with socket.create_connection(tuple(address), timeout=120) as s:
+        if window is not None:
+            s.sendall(b"%d\n" % window)
         s.recv(1)
 
 
@@ -37,6 +40,40 @@ def write_spool(spool_dir: str, window: int, chunk: int, raw: bytes) -> str:
         f.write(raw)
     os.replace(path + ".part", path)
     return path
+
+
+# A window's manifest (encoded_rows, once its last archive is spooled): the driver appends the window while the job
+# still runs (core/pipeline/stream.py). NOTIFY_FILE, written by the driver, holds the address ("host port") the
+# executors wake it at with one datagram per window; the datagram carries nothing the driver trusts.
+NOTIFY_FILE = "notify"
+
+
+def manifest_name(window: int) -> str:
+    return f"{window:06d}.window"
+
+
+def publish_window(spool_dir: str, window: int, rows: list[tuple]) -> None:
+    """Record that `window` is encoded and spooled: its rows as JSON in `<spool>/<window>.window` (written whole:
+    tmp file, then rename), then a datagram to the driver's address in NOTIFY_FILE. Best effort: on any failure
+    the driver takes the window from the job's collected rows instead, at the end."""
+    import json
+    import os
+    import socket
+    try:
+        path = os.path.join(spool_dir, manifest_name(window))
+        body = json.dumps({"window": window, "archives": [[r[1], r[2], r[3], r[4], os.path.basename(r[7]),
+                                                            r[8].hex()] for r in rows]})
+        with os.fdopen(os.open(path + ".part", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600),
+                       "w") as f:
+            f.write(body)
+        os.replace(path + ".part", path)
+        with open(os.path.join(spool_dir, NOTIFY_FILE)) as f:
+            host, port = f.read().split()
+        family, kind, proto, _, address = socket.getaddrinfo(host, int(port), type=socket.SOCK_DGRAM)[0]
+        with socket.socket(family, kind, proto) as s:
+            s.sendto(str(window).encode(), address)
+    except (OSError, ValueError):
+        pass
 
 
 def encode_chunks(window: int, lo: int, hi: int, topics: Sequence[bytes], messages: Iterable[ArchiveMessage],
@@ -112,15 +149,19 @@ def encoded_rows(window: int, lo: int, hi: int, encoded: Iterable[tuple[bytes, i
     """(unpadded archive, message count) per chunk -> ENCODED_SCHEMA tuples. With `spool_dir` the bytes go to a
     file there and the row carries its path (big outputs never pass through the JVM's heap). Each row carries the
     archive's piece hashes (torrent.archive_piece_hashes, after the transform: the bytes `data` will hold).
-    Errors become a row (the driver names the window and fails the job); they never kill the task."""
+    Errors become a row (the driver names the window and fails the job); they never kill the task. Once every
+    chunk of the window is spooled without error, `publish_window` tells the driver (it appends while the job runs)."""
     from core.archive.codec import padded_size
     from core.archive.torrent import archive_piece_hashes
     i, n = 0, 0
     it = iter(encoded)
+    spooled: list[tuple] = []
     while True:
         try:
             raw, n = next(it)
         except StopIteration:
+            if spool_dir is not None and len(spooled) == i:   # every chunk spooled, no error row
+                publish_window(spool_dir, window, spooled)
             return
         except Exception as e:  # noqa: BLE001 - encoding failed: one error row ends this window
             yield (window, i, lo, hi, 0, b"", f"{type(e).__name__}: {e}", None, None)
@@ -130,7 +171,9 @@ def encoded_rows(window: int, lo: int, hi: int, encoded: Iterable[tuple[bytes, i
                 raw = transform(raw)
             pieces = archive_piece_hashes(raw, padded_size(len(raw))[1])
             if spool_dir is not None:
-                yield (window, i, lo, hi, n, b"", None, write_spool(spool_dir, window, i, raw), pieces)
+                row = (window, i, lo, hi, n, b"", None, write_spool(spool_dir, window, i, raw), pieces)
+                spooled.append(row)
+                yield row
             else:
                 yield (window, i, lo, hi, n, raw, None, None, pieces)
         except Exception as e:  # noqa: BLE001

@@ -109,7 +109,7 @@ def store_archive_rows(path: str, topics: Sequence[bytes], windows: Sequence[tup
     read straight from the store in archive order and encoded by the reference build's bulk encoder
     (encode_store_window); with `spool_dir` the archives go to files there and only their paths travel back.
     A store this executor cannot open gives one error row (STORE_UNSEEN, its host and the path)."""
-    hold(hold_at)
+    hold(hold_at, windows[0][0] if windows else None)
     if not windows:
         return
     try:

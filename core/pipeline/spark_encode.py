@@ -6,6 +6,7 @@ without importing the build, which imports the session: build -> session -> spar
 from __future__ import annotations
 
 import mmap
+import os
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -45,15 +46,32 @@ class EncodedArchives:
         pieces = [r.get("pieces") for r in self.rows]
         return None if any(p is None for p in pieces) else b"".join(pieces)
 
+    def window_rows(self, window: int) -> list[dict]:
+        """The rows of one window, in chunk order."""
+        return [r for r in self.rows if r["window"] == window]
+
     def __iter__(self) -> Iterator[NewArchive]:
-        for r in self.rows:
-            if self._check is not None:
-                self._check()
-            if r["spool"]:
-                with open(r["spool"], "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as raw:
-                    yield NewArchive(r["start"], r["end"], self.topics, raw)
-            else:
-                yield NewArchive(r["start"], r["end"], self.topics, bytes(r["raw"]))
+        return archives_of(self.rows, self.topics, self._check)
+
+
+def archives_of(rows: Sequence[dict], topics: tuple[bytes, ...], check: Callable[[], None] | None = None,
+                unlink: bool = False) -> Iterator[NewArchive]:
+    """Each row's archive in turn, `check` first; a spooled one as a read-only map of its file (see
+    EncodedArchives), its file removed once the next archive is asked for (`unlink`: the folder has written it, and
+    a spool file removed soon is never written back to disk)."""
+    for r in rows:
+        if check is not None:
+            check()
+        if r["spool"]:
+            with open(r["spool"], "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as raw:
+                yield NewArchive(r["start"], r["end"], topics, raw)
+            if unlink:
+                try:
+                    os.unlink(r["spool"])
+                except OSError:
+                    pass
+        else:
+            yield NewArchive(r["start"], r["end"], topics, bytes(r["raw"]))
 
 
 def check_rows(rows: list) -> None:
@@ -102,27 +120,44 @@ def encode_on_spark(spark, db_path: str, topics: Sequence[bytes], windows: Seque
     return EncodedArchives(encoded.collect(), topics, check)
 
 
-# Fused plan: tasks per core, each a run of consecutive windows. A task costs ~25 ms of Python-worker and ~10 ms of
-# JVM CPU (1M messages in 40 windows, all CPU of the build: 40 tasks 6.3 s, 8 tasks 4.9 s, 4 tasks 4.5 s; see
+# Fused plan: tasks per core, each a share of the windows (task_windows). A task costs ~25 ms of Python-worker and
+# ~10 ms of JVM CPU (1M messages in 40 windows, all CPU of the build: 40 tasks 6.3 s, 8 tasks 4.9 s, 4 tasks 4.5 s; see
 # docs/BENCHMARKS.md "Spark on a cluster"); two per core still even out uneven windows and a slower core.
 TASKS_PER_CORE = 2
 
 
 def fused_rows(spark, db_path: str, topics: Sequence[bytes], windows: Sequence[tuple[int, int]], cap: int,
                transform: ArchiveTransform | None, hold: tuple[str, int] | None, spool: str | None) -> list[dict]:
-    """The fused plan: one Spark job, each task (an RDD partition; source.store_archive_rows) reading a run of
-    consecutive windows from the store and encoding them. One job because each costs ~0.1 s of driver JVM CPU (a
-    trivial RDD job, measured; a Python data source job more: it is planned in a Python worker first)."""
+    """The fused plan: one Spark job, each task (an RDD partition; source.store_archive_rows) reading its share
+    of the windows (task_windows) from the store and encoding them. One job because each costs ~0.1 s of driver
+    JVM CPU (a trivial RDD job, measured; a Python data source job more: it is planned in a Python worker
+    first)."""
     from core.pipeline.source import store_archive_rows
     path, tps, ws = db_path, tuple(topics), [tuple(w) for w in windows]
+    sc = spark.sparkContext
+    cores = max(1, sc.defaultParallelism)
+    plan = task_windows(len(ws), min(len(ws), TASKS_PER_CORE * cores), cores)
 
     def task(it):
-        return store_archive_rows(path, tps, [(i, *ws[i]) for i in it], cap, transform, spool, hold)
+        return store_archive_rows(path, tps, [(i, *ws[i]) for t in it for i in plan[t]], cap, transform, spool,
+                                  hold)
 
-    sc = spark.sparkContext
-    tasks = min(len(ws), TASKS_PER_CORE * max(1, sc.defaultParallelism))
-    rows = sc.parallelize(range(len(ws)), tasks).mapPartitions(task).collect()
+    rows = sc.parallelize(range(len(plan)), len(plan)).mapPartitions(task).collect()
     return [dict(zip(ENCODED_NAMES, r)) for r in rows]
+
+
+def task_windows(windows: int, tasks: int, cores: int) -> list[list[int]]:
+    """The windows of each fused task, in the order each task encodes them. Tasks start `cores` at a time, in task
+    order; each such group covers the next run of windows, dealt out in turn to its tasks, so that windows are
+    finished about in archive order and the driver can append them while the job runs (core/pipeline/stream.py)
+    rather than wait for one task's run behind another's."""
+    plan: list[list[int]] = [[] for _ in range(tasks)]
+    for first in range(0, tasks, cores):
+        group = range(first, min(tasks, first + cores))
+        lo, hi = windows * group[0] // tasks, windows * (group[-1] + 1) // tasks
+        for k, w in enumerate(range(lo, hi)):
+            plan[group[k % len(group)]].append(w)
+    return plan
 
 
 def warm_up_build(spark) -> int:

@@ -13,11 +13,13 @@ The four builds run in turn, ARCHIVIST_BENCH_REPEAT rounds (default 2; 1 at the 
 is kept: the machine is shared, so load changes during a run. The local-mode build's CPU is also split into the
 driver's Python side, the driver's JVM and the Python workers (from /proc), beside the reference process's CPU: on a
 loaded machine CPU varies less than wall time, and it says where the Spark build spends its time.
-ARCHIVIST_BENCH_PROFILE=1 prints a cProfile (top 10, own time) of the local builds' driver side;
+ARCHIVIST_BENCH_PROFILE=1 prints a cProfile (top 10, own time) of the local builds' driver side (the owner thread,
+waiting in the job, and the thread that appends beside it, core/pipeline/stream.py);
 ARCHIVIST_BENCH_TASKS_PER_CORE=N runs the local builds with N fused tasks per core instead of
 core.pipeline.spark_encode.TASKS_PER_CORE; ARCHIVIST_BENCH_LOCAL_ONLY=1 runs only the reference and the local-mode
 build (no cluster, no driver child), for the warm local build against the reference round by round (each round's
-ratio is printed as well as the best of each). Every output folder and torrent is compared with the reference's, file by
+ratio is printed as well as the best of each, and the local build's driver tail: from the end of its Spark job to
+the end of the build). Every output folder and torrent is compared with the reference's, file by
 file (SHA-256), then deleted. Each figure is printed beside the reference with the ratio and recorded in the bench
 table (tests/bench/table.py). Nothing timed overlaps anything else: the cluster (master, then both workers at once),
 this process's local session and the driver child's JVM start together, and the driver child warms its session on
@@ -47,7 +49,8 @@ from pathlib import Path
 
 import pytest
 
-from core.pipeline import spark_encode
+from core.pipeline import spark_encode, stream
+from core.pipeline import build as pipeline_build
 from core.pipeline.build import build_job
 from core.pipeline.cluster import StandaloneCluster
 from core.pipeline.session import default_owner
@@ -277,6 +280,7 @@ def test_cluster_build_against_local_and_single_process(n, bench_owner, driver, 
     t = time.perf_counter()
     s = store(db, n)
     assert s.messages == n
+    db = Path(s.path)   # with ARCHIVIST_BENCH_STORE_DIR, the kept store
     print(f"BENCH cluster store: {n:,} messages generated in {time.perf_counter() - t:.1f} s "
           f"(while the cluster's driver warmed up)")
     ready = answer(p, tmp_path / "driver.log").split() if p is not None else ["ready", "nan"]
@@ -299,6 +303,7 @@ def test_cluster_build_against_local_and_single_process(n, bench_owner, driver, 
             try:
                 return build_job(spark, job, db, s.community_id, topics, out / "d", out / "t", end=s.end)
             finally:
+                tails.append(time.perf_counter() - job_end[-1])
                 if profile is not None:
                     profile.disable()
 
@@ -323,7 +328,29 @@ def test_cluster_build_against_local_and_single_process(n, bench_owner, driver, 
 
     info: dict = {}
     cpu: dict[str, list] = {}
+    # The driver's tail: from the end of the Spark job (encode_on_spark returns) to the end of the build.
+    job_end: list[float] = []
+    tails: list[float] = []
+    encode = pipeline_build.encode_on_spark
+
+    def timed_encode(*a, **kw):
+        try:
+            return encode(*a, **kw)
+        finally:
+            job_end.append(time.perf_counter())
+    monkeypatch.setattr(pipeline_build, "encode_on_spark", timed_encode)
     profile = cProfile.Profile() if PROFILE else None   # the local builds' driver side, all rounds together
+    appending = cProfile.Profile() if PROFILE else None  # the same builds' append thread (core/pipeline/stream.py)
+    if appending is not None:
+        run_append = stream.StreamingAppend._run
+
+        def profiled_append(self) -> None:
+            appending.enable()
+            try:
+                run_append(self)
+            finally:
+                appending.disable()
+        monkeypatch.setattr(stream.StreamingAppend, "_run", profiled_append)
     if TASKS_PER_CORE:
         monkeypatch.setattr(spark_encode, "TASKS_PER_CORE", TASKS_PER_CORE)
     builds = {REF: reference, "local": local}
@@ -345,7 +372,8 @@ def test_cluster_build_against_local_and_single_process(n, bench_owner, driver, 
             shutil.rmtree(out)
         print(f"BENCH cluster round {i + 1}: local mode {rounds[-1]['local']:.2f} s | {REF} "
               f"{rounds[-1][REF]:.2f} s (x{rounds[-1]['local'] / rounds[-1][REF]:.2f}), load average "
-              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; local mode's driver tail after the Spark job "
+              f"{tails[-1]:.2f} s")
     assert list(stage.iterdir()) == []                      # each staged job removed its stage folder
     # Both workers' executors ran the cluster's jobs (each keeps the application's executor folder).
     for w in two_workers.workers if two_workers is not None else ():
@@ -370,5 +398,9 @@ def test_cluster_build_against_local_and_single_process(n, bench_owner, driver, 
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(10)
         print(f"BENCH cluster driver-side profile of the local builds ({REPEAT} rounds), top 10 by own time:\n"
+              + out.getvalue())
+        out = io.StringIO()
+        pstats.Stats(appending, stream=out).sort_stats("tottime").print_stats(10)
+        print(f"BENCH cluster the same builds' append thread (beside the job), top 10 by own time:\n"
               + out.getvalue())
     print(f"BENCH cluster load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -1,10 +1,19 @@
 import gc
 import os
+import signal
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+# A run started in the background by a non-interactive shell (`make test &` in a script, some CI runners) inherits
+# SIGINT *ignored*, and so does every child it starts: Python then installs no KeyboardInterrupt handler, and the
+# cluster tests' Ctrl-C (SIGINT) to `archivist spark-master` / `spark-worker` did nothing; after their grace the
+# tests SIGKILLed the command (exit -9) and its daemon's JVM was left running ("processes were still running in the
+# namespaces"). Ctrl-C as from a terminal: the default handler, here and (through exec) in every child.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_configure(config):

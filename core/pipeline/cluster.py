@@ -101,7 +101,8 @@ class StandaloneCluster:
     def __init__(self, workdir: Path | str, *, cores: int | None = 2, memory: str | None = "1g",
                  timeout: float = 180.0, worker: bool = True, master: bool = True, host: str = "127.0.0.1",
                  port: int = 0, webui_port: int = 0, python: str = sys.executable, secret_file: str | None = None,
-                 encrypt: bool = False, master_url: str | None = None, worker_prefix: tuple = ()):
+                 encrypt: bool = False, master_url: str | None = None, worker_prefix: tuple = (),
+                 env: dict[str, str] | None = None):
         self.workdir = Path(workdir)
         self.cores, self.memory, self.timeout = cores, memory, timeout
         self.with_worker, self.with_master, self.host, self.python = worker, master, host, python
@@ -112,6 +113,8 @@ class StandaloneCluster:
         self.master_url: str | None = master_url   # worker only (master=False): the master to register with
         # Command run before the worker's spark-class (it must exec it), e.g. a mount namespace in the tests.
         self.worker_prefix = tuple(worker_prefix)
+        # More environment for both daemons (and so the worker's executors), e.g. the tests' JAVA_TOOL_OPTIONS.
+        self.extra_env = dict(env or {})
 
     def _env(self) -> dict:
         env = {k: v for k, v in os.environ.items()
@@ -122,6 +125,7 @@ class StandaloneCluster:
                     "SPARK_LOG_DIR": str(self.workdir / "logs"), "SPARK_WORKER_DIR": str(self.workdir / "work"),
                     "SPARK_NO_DAEMONIZE": "1",
                     "PATH": str(Path(self.python).parent) + (os.pathsep + path if path else "")})
+        env.update(self.extra_env)
         return env
 
     def _start(self, name: str, args: list[str], pattern: re.Pattern) -> _Daemon:

@@ -40,7 +40,6 @@ import json
 import os
 import pstats
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -56,6 +55,7 @@ from core.pipeline.cluster import StandaloneCluster
 from core.pipeline.session import default_owner
 from tests.bench.build_bench import ROOT, run_build, store
 from tests.bench.table import record
+from tests.integration.pipeline.cli_runner import group_pidfds, kill_group, kill_pidfds, wait_unreaped
 
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
 if SLOW:
@@ -98,14 +98,6 @@ for line in sys.stdin:
     print(json.dumps({"seconds": time.perf_counter() - t, "messages": r.messages}), flush=True)
 owner.close()
 """
-
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL what is left of a process group this test started (a daemon's executors, a driver's JVM)."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class TwoWorkers:
@@ -155,10 +147,12 @@ class TwoWorkers:
         self.thread.join(600)
         clusters = [*self.workers, self.master]
         daemons = [d for c in clusters for d in (c.worker, c.master) if d is not None]
+        # the daemons' groups (executors, their Python workers), taken before the daemons are reaped: after that a
+        # killpg() could reach another test's new process group with the same id (cli_runner.wait_unreaped)
+        left = [fd for d in daemons for fd in group_pidfds(d.proc.pid)]
         for c in clusters:
             c.stop()
-        for d in daemons:
-            _kill_group(d.proc.pid)   # executors a worker left behind
+        kill_pidfds(left)   # executors a worker left behind
         assert all(d.proc.poll() is not None for d in daemons)
 
 
@@ -200,12 +194,8 @@ def driver(tmp_path):
     for p in procs:
         if p.stdin and not p.stdin.closed:
             p.stdin.close()        # EOF: the driver closes its session and exits
-        try:
-            p.wait(120)
-        except subprocess.TimeoutExpired:
-            pass
-        _kill_group(p.pid)          # whatever is left of it, its JVM included
-        p.wait()
+        wait_unreaped(p, 120)
+        kill_group(p)               # whatever is left of it, its JVM included (only while p is not reaped)
 
 
 def tree_digest(root: Path) -> dict[str, str]:

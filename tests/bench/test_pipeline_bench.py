@@ -1,6 +1,7 @@
 """Spark pipeline benchmarks, each figure next to a reference measured in the same run.
 
-Default: a small store (20k messages). ARCHIVIST_SLOW=1: 1M messages (ARCHIVIST_BENCH_MESSAGES overrides).
+Default (`make test`): a small store (5k messages), enough to run every step and print every figure.
+ARCHIVIST_SLOW=1 (`make bench`): 1M messages (ARCHIVIST_BENCH_MESSAGES overrides).
 Figures: build with a warm session vs the single-process reference path vs the I/O+hash floor; hydrate vs a plain
 SQLite bulk insert of the same rows; cold start (new process: JVM + session + first job) separately.
 """
@@ -27,7 +28,7 @@ from core.synth import synthesize
 from tests.bench.table import record
 
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
-MESSAGES = int(os.environ.get("ARCHIVIST_BENCH_MESSAGES", 1_000_000 if SLOW else 20_000))
+MESSAGES = int(os.environ.get("ARCHIVIST_BENCH_MESSAGES", 1_000_000 if SLOW else 5_000))
 pytestmark = [pytest.mark.spark] + ([pytest.mark.slow, pytest.mark.timeout(4 * 3600)] if SLOW else [])
 
 COLD_START = """

@@ -10,6 +10,8 @@ import pytest
 from core.pipeline.cluster import StandaloneCluster
 from core.pipeline.session import default_owner
 
+from .cli_runner import DAEMON_ENV, group_pidfds, kill_pidfds
+
 ROOT = Path(__file__).resolve().parents[3]
 VENV = Path(sys.prefix)
 
@@ -65,11 +67,14 @@ class HiddenWorker:
         self.hidden.mkdir()
         alias = base / "venv"
         alias.mkdir()
-        self.python = alias / "bin" / "python3" if VENV.resolve().is_relative_to(ROOT) else Path(sys.executable)
-        prefix = ("unshare", "-m", "--propagation", "private", "sh", "-c", HIDE, str(ROOT), str(VENV), str(alias),
+        # The venv's real folder: a checkout whose .venv is a symlink to a venv elsewhere has its python at a path
+        # (ROOT/.venv/bin) that the hidden checkout covers, while the venv itself stays visible where it is.
+        venv = VENV.resolve()
+        self.python = alias / "bin" / "python3" if venv.is_relative_to(ROOT) else venv / "bin" / "python3"
+        prefix = ("unshare", "-m", "--propagation", "private", "sh", "-c", HIDE, str(ROOT), str(venv), str(alias),
                   str(self.hidden))
         self.cluster = StandaloneCluster(base / "cluster", cores=2, memory="1g", python=str(self.python),
-                                         worker_prefix=prefix)
+                                         worker_prefix=prefix, env=DAEMON_ENV)
         self.work = base / "cluster" / "work"
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._start, daemon=True)
@@ -95,12 +100,11 @@ class HiddenWorker:
     def stop(self) -> None:
         self.thread.join(600)
         daemons = [d for d in (self.cluster.worker, self.cluster.master) if d is not None]
+        # the daemons' groups (executors, their Python workers), taken while the daemons are not yet reaped: after
+        # cluster.stop() a killpg() could reach another test's new process group that got the same id
+        left = [fd for d in daemons for fd in group_pidfds(d.proc.pid)]
         self.cluster.stop()
-        for d in daemons:
-            try:
-                os.killpg(d.proc.pid, 9)   # executors the worker left behind
-            except (ProcessLookupError, PermissionError):
-                pass
+        kill_pidfds(left)   # executors the worker left behind
         assert all(d.proc.poll() is not None for d in daemons)
 
 

@@ -17,7 +17,7 @@ import pytest
 from core.archive.build import build_archives
 from core.synth import synthesize
 
-from .cli_runner import CliSession
+from .cli_runner import DAEMON_ENV, CliSession, kill_pidfds, pidfds
 from .helpers import folder_bytes
 
 pytestmark = [pytest.mark.spark]
@@ -27,8 +27,9 @@ ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 
 def _cli(*args, **kw) -> subprocess.Popen:
+    """`archivist spark-master` / `spark-worker` (their JVMs with the tests' DAEMON_ENV)."""
     return subprocess.Popen([sys.executable, "-m", "core.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV, **kw)
+                            stderr=subprocess.PIPE, text=True, env={**ENV, **DAEMON_ENV}, **kw)
 
 
 def _first_line(proc: subprocess.Popen, what: str) -> str:
@@ -37,6 +38,13 @@ def _first_line(proc: subprocess.Popen, what: str) -> str:
         proc.wait(10)
         raise AssertionError(f"{what} exited {proc.returncode}: {proc.stderr.read()[-2000:]}")
     return line.strip()
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _cmdlines() -> dict[int, bytes]:

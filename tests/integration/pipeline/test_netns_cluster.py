@@ -32,7 +32,7 @@ import pytest
 
 from core.synth import synthesize
 
-from .cli_runner import CliSession
+from .cli_runner import DAEMON_ENV, CliSession
 from .helpers import folder_bytes, history_tables
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
@@ -73,8 +73,17 @@ def _pids_in(ns: str) -> list[int]:
     return [int(p) for p in r.stdout.split()] if r.returncode == 0 else []
 
 
+def _in_namespace(pid: int, ns: str) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/run/netns/{ns}").st_ino
+    except OSError:
+        return False
+
+
 def _kill_everything_in(ns: str, deadline_s: float = 60.0) -> list[int]:
-    """SIGKILL every process still in `ns` (all of them were started by this test) until none is left."""
+    """SIGKILL every process still in `ns` (all of them were started by this test) until none is left. Each is
+    signalled through a pidfd opened after `ip netns pids` listed it and checked to be in `ns` once open: a pid that
+    ended in between and was reused by another test's process is not touched."""
     killed: list[int] = []
     deadline = time.monotonic() + deadline_s
     while pids := _pids_in(ns):
@@ -86,7 +95,9 @@ def _kill_everything_in(ns: str, deadline_s: float = 60.0) -> list[int]:
             except ProcessLookupError:
                 continue
             try:
-                os.kill(pid, signal.SIGKILL)
+                if not _in_namespace(pid, ns):
+                    continue
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
                 killed.append(pid)
                 # wait for this process to be gone (its pidfd turns readable), not a fixed interval
                 select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
@@ -135,10 +146,10 @@ def two_namespaces():
     assert leftovers == [], f"processes were still running in the namespaces: {leftovers}"
 
 
-def _cli(*args: str, ns: str | None = None, **kw) -> subprocess.Popen:
+def _cli(*args: str, ns: str | None = None, env: dict = ENV, **kw) -> subprocess.Popen:
     prefix = ["ip", "netns", "exec", ns] if ns else []   # ip netns exec execs the command: same pid
     return subprocess.Popen([*prefix, sys.executable, "-m", "core.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV, **kw)
+                            stderr=subprocess.PIPE, text=True, env=env, **kw)
 
 
 def _run(*args: str, ns: str | None = None, timeout: float = 600, **kw) -> tuple[int, str, str]:
@@ -192,7 +203,8 @@ def test_driver_and_cluster_in_two_network_namespaces(two_namespaces, tmp_path):
     drivers = CliSession(prefix=("ip", "netns", "exec", ns_b), env=ENV, log=tmp_path / "drivers.log")
     try:
         master = _cli("spark-master", "--host", A_IP, "--port", "0", "--webui-port", "0",
-                      "--work-dir", str(tmp_path / "master"), "--start-timeout", "180", ns=ns_a)
+                      "--work-dir", str(tmp_path / "master"), "--start-timeout", "180", ns=ns_a,
+                      env={**ENV, **DAEMON_ENV})
         drivers.warm(f"spark://{A_IP}:7077")
         # the single-process reference, in this (the root) namespace, while the cluster starts
         rc, ref_out, err = _run(*build_args("build", "ref"))
@@ -206,7 +218,8 @@ def test_driver_and_cluster_in_two_network_namespaces(two_namespaces, tmp_path):
         assert url.startswith(f"spark://{A_IP}:"), url
         # no --host: the worker picks the address that routes to the master, A's own
         worker = _cli("spark-worker", "--master", url, "--cores", "2", "--memory", "1g",
-                      "--work-dir", str(tmp_path / "worker"), "--start-timeout", "180", ns=ns_a)
+                      "--work-dir", str(tmp_path / "worker"), "--start-timeout", "180", ns=ns_a,
+                      env={**ENV, **DAEMON_ENV})
         assert _first_line(worker, "spark-worker") == f"registered with {url}"
 
         # 1. build: driver in B, executors in A; bytes equal the reference

@@ -190,7 +190,7 @@ def cmd_spark_daemon(a) -> int:
 
     def announce(c):
         print(c.master_url if master else f"registered with {c.master_url}", flush=True)
-        log = (c.master or c.worker).log.name
+        log = (c.master or c.worker).log_path
         print(f"archivist {a.command}: running (log: {log}); Ctrl+C stops it", file=sys.stderr, flush=True)
     try:
         return serve(cluster, announce)

@@ -50,6 +50,7 @@ class _Daemon:
         self.match: re.Match | None = None
         self.failure: list[str] | None = None   # a refused registration: the log record's lines
         self.ready = threading.Event()
+        self.log_path = Path(log_path)
         self.log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "w")
         self.proc = subprocess.Popen([*prefix, str(spark_home() / "bin" / "spark-class"), *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)

@@ -146,3 +146,6 @@ def test_authenticated_cluster_refuses_a_driver_without_the_secret(tmp_path):
         _stop(master)
     assert master.returncode == 0 and worker.returncode == 0      # Ctrl-C: a clean stop
     assert not [p for p in daemons if p in _cmdlines()]            # the JVMs are gone too
+    # the command names its log file (it printed a file descriptor's number before)
+    assert (f"archivist spark-master: running (log: {tmp_path / 'master' / 'master.log'}); Ctrl+C stops it"
+            in master.stderr.read())

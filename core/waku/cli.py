@@ -3,6 +3,7 @@ lightpush). Its first line of output is JSON: {"peer_id": ..., "listen_addrs": [
 relayed message with --print-messages. Stops on SIGINT/SIGTERM."""
 from __future__ import annotations
 
+import gc
 import json
 import signal
 import sys
@@ -49,6 +50,7 @@ def cmd_wakunode(a) -> int:
         print(json.dumps({"error": str(e)}), file=sys.stderr)
         return 2
     try:
+        gc.freeze()   # what start-up made (modules, protobuf descriptors, the host) is left out of full collections
         print(json.dumps({"peer_id": node.peer_id, "listen_addrs": node.listen_addrs}), flush=True)
         for peer in a.peer or []:
             try:

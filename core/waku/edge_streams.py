@@ -15,7 +15,11 @@ from typing import Awaitable, Callable
 
 import trio
 
-from core.waku.libp2p_patches.framing import FrameTooLarge, read_length_prefixed, write_length_prefixed
+from libp2p.network.stream.net_stream import StreamState
+
+from core.varint import write_varint
+from core.waku.libp2p_patches.framing import FrameTooLarge, read_length_prefixed
+from core.waku.libp2p_patches.oneframe import take_deferred, write_and_close
 
 DEFAULT_READ_TIMEOUT_S = 10.0
 DRAIN_LIMIT = 16 * 1024 * 1024   # beyond this an oversize request is answered and reset, not drained
@@ -53,13 +57,15 @@ async def serve_exchange(stream, ex: Exchange, answer: Answer) -> None:
             out = ex.refuse(text) if ex.refuse is not None else None
             if out is not None:
                 with trio.fail_after(ex.timeout_s):
-                    await write_length_prefixed(stream, out)
+                    await stream.write(take_deferred(stream) + write_varint(len(out)) + out)
             reset = not await _drain(stream, e.size, ex.timeout_s)
             return
         out = await answer(data)
         if out is not None:
             with trio.fail_after(ex.timeout_s):
-                await write_length_prefixed(stream, out)
+                # the deferred multistream echo, the answer and the FIN in one frame (libp2p_patches/oneframe.py)
+                await write_and_close(stream, write_varint(len(out)) + out)
+            return
     except trio.TooSlowError:
         log.info("%s: reset a stream from %s: no progress within %s s", ex.name, _peer(stream), ex.timeout_s)
         reset = True
@@ -88,11 +94,13 @@ async def _drain(stream, size: int, timeout_s: float) -> bool:
 
 
 async def _finish(stream, reset: bool, timeout_s: float) -> None:
+    if getattr(stream, "_state", None) is StreamState.CLOSE_BOTH:    # answered and closed in one frame
+        return
     with contextlib.suppress(Exception), trio.move_on_after(timeout_s) as scope:
         if reset:
             await stream.reset()
         else:
-            await stream.close()
+            await write_and_close(stream, b"")   # a deferred echo still goes out: negotiation succeeded
     if scope.cancelled_caught:
         with contextlib.suppress(Exception):
             await stream.reset()

@@ -286,14 +286,19 @@ def _run_profiled(main) -> None:
     """trio.run(main), under cProfile with the thread's own CPU clock when ARCHIVIST_WAKU_PROFILE names a file
     (how the node's per-request costs in docs/BENCHMARKS.md were found; read it with pstats)."""
     import os
+    from core.waku import looptrace
+    instruments = looptrace.instruments()     # ARCHIVIST_WAKU_LOOPTRACE: where requests wait on the loop
     path = os.environ.get(PROFILE_ENV)
-    if not path:
-        trio.run(main)
-        return
-    import cProfile
-    import time
-    prof = cProfile.Profile(time.thread_time)
     try:
-        prof.runcall(trio.run, main)
+        if not path:
+            trio.run(main, instruments=instruments)
+            return
+        import cProfile
+        import time
+        prof = cProfile.Profile(time.thread_time)
+        try:
+            prof.runcall(trio.run, main, instruments=instruments)
+        finally:
+            prof.dump_stats(path)
     finally:
-        prof.dump_stats(path)
+        looptrace.dump()

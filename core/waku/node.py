@@ -21,7 +21,7 @@ from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_PROTOCOL_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
 from libp2p.tools.anyio_service.context import background_trio_service
 
-from core.waku import lightpush, metadata, peer_exchange, store_protocol
+from core.waku import lightpush, looptrace, metadata, peer_exchange, store_protocol
 from core.waku.peer_manager import PROTECT_DIALLED, PeerManager  # noqa: F401 - PROTECT_DIALLED re-exported
 from core.waku.identity import load_or_create_identity
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S, RequestLimiter
@@ -33,6 +33,8 @@ from core.waku.libp2p_patches.host import check_listening, close_connections, di
 from core.waku.libp2p_patches.pubsub import WakuPubsub, relay_rpc_limit
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S
 from core.waku.libp2p_patches.fastpath import install_fast_negotiation
+from core.waku.libp2p_patches.locks import UncontendedLock, install_uncontended_stream_semaphore
+from core.waku.libp2p_patches.oneframe import answers_in_one_frame
 from core.waku.libp2p_patches.sendq import DISCONNECT_S
 from core.waku.message import DEFAULT_MAX_FUTURE_S, DEFAULT_MAX_MESSAGE_SIZE, NS, InvalidMessage, WakuMessage, \
     encode_message, validate_message
@@ -43,8 +45,9 @@ from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD, InvalidTopic,
 
 log = logging.getLogger(__name__)
 PRUNE_INTERVAL_S = 3600
-WRITE_CHUNK = 64           # relayed messages the writer stores per step on the loop (a few ms; then others run)
+WRITE_CHUNK = 128          # relayed messages the writer stores per transaction (in a worker thread)
 STORE_BATCH_S = 0.01      # the writer waits this long (or for WRITE_CHUNK messages) to commit them together
+QUERY_INLINE_ROWS = 16    # a store query writes at most this many buffered messages on the loop, more in a thread
 CHECKPOINT_ROWS = 4000     # a WAL checkpoint (in a worker thread) after this many rows written
 PROTECT_STATIC = "waku-static"      # tag-store protection of configured peers (and PROTECT_DIALLED of every
                                     # peer we dialled): never refused or pruned for limits
@@ -123,7 +126,7 @@ class WakuNode:
         self.store = config.store
         self._store_buffer: list[tuple[str, WakuMessage]] = []
         self._store_wakeup = trio.Event()
-        self._store_lock = trio.Lock()
+        self._store_lock = UncontendedLock()   # a store query takes it once: no scheduling point when it is free
         self._uncheckpointed, self._checkpointing = 0, False
         if self.store is not None:
             self.store.defer_checkpoints()
@@ -144,6 +147,7 @@ class WakuNode:
                                 count_incoming=lambda: incoming_unprotected(swarm, swarm.tag_store.is_protected))
         install_fast_negotiation(self.host)   # fix 23; before the stream limit wraps the handler
         install_connection_limits(swarm, self.gate)
+        install_uncontended_stream_semaphore(swarm)   # fix 32
         self._rejected_changed = trio.Event()
         self._conn_changed = trio.Event()   # set (and replaced) whenever a connection opens or closes
         self.router = WakuGossipSub()
@@ -152,18 +156,18 @@ class WakuNode:
         self.pubsub.send_watch.disconnect_s = config.relay_send_deadline_s
         self.stuck_peers_dropped: dict[str, str] = {}   # peer id -> why its relay send queue was judged stuck
         h = self.host
-        h.set_stream_handler(metadata.METADATA_PROTOCOL, self._serve_metadata)
+        one = answers_in_one_frame   # fix 30: these answer through edge_streams.serve_exchange (echo, answer, FIN)
+        h.set_stream_handler(metadata.METADATA_PROTOCOL, one(self._serve_metadata))
         self.limiter = RequestLimiter(per_peer_s=config.requests_per_s, peer_burst=config.request_burst,
                                       per_ip_s=config.requests_per_ip_s, ip_burst=config.request_burst_per_ip,
                                       exempt_ips=config.rate_exempt_ips)
-        lp = dict(max_request=config.max_message_size + lightpush.REQUEST_OVERHEAD, timeout_s=config.read_timeout_s)
-        h.set_stream_handler(lightpush.LIGHTPUSH_V3_PROTOCOL,
-                             lambda s: lightpush.serve_v3(s, self._lightpush_publish, self._allowed(s), **lp))
-        h.set_stream_handler(lightpush.LIGHTPUSH_V2_PROTOCOL,
-                             lambda s: lightpush.serve_v2(s, self._lightpush_publish, self._allowed(s), **lp))
+        self._lp = dict(max_request=config.max_message_size + lightpush.REQUEST_OVERHEAD,
+                        timeout_s=config.read_timeout_s)
+        h.set_stream_handler(lightpush.LIGHTPUSH_V3_PROTOCOL, one(self._serve_lightpush_v3))
+        h.set_stream_handler(lightpush.LIGHTPUSH_V2_PROTOCOL, one(self._serve_lightpush_v2))
         if self.store is not None:
-            h.set_stream_handler(store_protocol.STORE_V3_PROTOCOL, self._serve_store_v3)
-            h.set_stream_handler(store_protocol.STORE_V2_PROTOCOL, self._serve_store_v2)
+            h.set_stream_handler(store_protocol.STORE_V3_PROTOCOL, one(self._serve_store_v3))
+            h.set_stream_handler(store_protocol.STORE_V2_PROTOCOL, one(self._serve_store_v2))
         # 34/WAKU2-PEER-EXCHANGE: answers from the records we know (filled by DNS discovery and by peers' records)
         self.px_cache = peer_exchange.EnrCache()
         peer_exchange.serve_on(h, self.px_cache, timeout_s=config.read_timeout_s)
@@ -282,16 +286,23 @@ class WakuNode:
             self._store_wakeup = trio.Event()
             while self._store_buffer:
                 async with self._store_lock:
-                    self._write_buffered(WRITE_CHUNK)
-                await trio.lowlevel.checkpoint()
+                    await self._write_buffered(WRITE_CHUNK, inline=0)
             self._maybe_checkpoint()
 
-    def _write_buffered(self, limit: int) -> None:
+    async def _write_buffered(self, limit: int, *, inline: int) -> None:
+        """Store up to `limit` buffered messages: rows made on the loop (~7 us each), inserted on the loop when
+        there are at most `inline`, else in a worker thread (MessageStore.insert_rows: one GIL hand-over per
+        batch of up to 128), so the loop goes on meanwhile. Callers hold _store_lock."""
         batch = self._store_buffer[:limit]
         del self._store_buffer[:len(batch)]
-        if batch:
-            self.store.add_many(batch)
-            self._uncheckpointed += len(batch)
+        if not batch:
+            return
+        rows = self.store.rows(batch)
+        if len(rows) <= inline:
+            self.store.insert_rows(rows)
+        else:
+            await trio.to_thread.run_sync(self.store.insert_rows, rows)
+        self._uncheckpointed += len(batch)
 
     def _maybe_checkpoint(self) -> None:
         if self._uncheckpointed >= CHECKPOINT_ROWS and not self._checkpointing and self._nursery is not None:
@@ -299,7 +310,7 @@ class WakuNode:
             self._nursery.start_soon(self._checkpoint)
 
     async def flush_store(self) -> None:
-        """Write buffered relay messages (batched, on the loop); returns once they are in SQLite."""
+        """Write buffered relay messages; returns once they are in SQLite."""
         async with self._store_flushed():
             pass
 
@@ -308,13 +319,16 @@ class WakuNode:
         """Every message buffered so far is in SQLite, and no write is under way until the block ends (a store
         query is answered inside it, on the loop: store_protocol.serve_v3).
 
-        Written on the loop, not in a worker thread (issue 21): sqlite3 gives up the GIL around every step of
-        every row, and each time the worker took it back it waited for the busy loop's switch interval (5 ms), so
-        20 rows took 20-70 ms during a flood, and every store query waited for that batch and then the next. On
-        the loop a row costs ~0.05 ms, and what a query finds buffered is what arrived since the writer's last
-        step (written here in one go). Checkpoints, the one part that syncs to disk, stay in a worker thread."""
+        The writer holds the lock while its worker thread inserts, so a query waits for that batch (without
+        blocking the loop) and then writes what is still buffered: up to QUERY_INLINE_ROWS on the loop (~50 us a
+        row), more in the worker thread. Until issue 21's second pass the writer inserted row by row in a thread
+        (sqlite3 gave up the GIL around every row and each time waited up to the busy loop's 5 ms switch interval
+        to get it back: 20 rows took 20-70 ms); from then until its fifth pass it wrote on the loop, 64 rows a step
+        (10-55 ms steps on a loaded machine, which every yield of every request waited for). Now a batch is one
+        multi-row INSERT (MessageStore.insert_rows): one hand-over of the GIL. Checkpoints, the one part that
+        syncs to disk, stay in a worker thread."""
         async with self._store_lock:
-            self._write_buffered(len(self._store_buffer))
+            await self._write_buffered(len(self._store_buffer), inline=QUERY_INLINE_ROWS)
             yield
         self._maybe_checkpoint()
 
@@ -334,9 +348,17 @@ class WakuNode:
                                   protected=self.host.get_network().is_protected(conn.peer_id))
 
     async def _serve_store_v3(self, stream) -> None:
+        looptrace.tag("store v3")
         # a query sees every message relayed before it is answered (writes flushed first, under one lock)
         await store_protocol.serve_v3(stream, self.store, self._allowed(stream), timeout_s=self.config.read_timeout_s,
                                       writes=self._store_flushed)
+
+    async def _serve_lightpush_v3(self, stream) -> None:
+        looptrace.tag("lightpush v3")
+        await lightpush.serve_v3(stream, self._lightpush_publish, self._allowed(stream), **self._lp)
+
+    async def _serve_lightpush_v2(self, stream) -> None:
+        await lightpush.serve_v2(stream, self._lightpush_publish, self._allowed(stream), **self._lp)
 
     async def _serve_store_v2(self, stream) -> None:
         await store_protocol.serve_v2(stream, self.store, self._allowed(stream), timeout_s=self.config.read_timeout_s,

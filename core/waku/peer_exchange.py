@@ -24,6 +24,7 @@ from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S, Exchange, serve_excha
 from core.waku.enr import Enr, EnrError
 from core.waku.errors import WakuError, peer_error
 from core.waku.libp2p_patches.framing import read_length_prefixed, write_length_prefixed
+from core.waku.libp2p_patches.oneframe import answers_in_one_frame
 
 PEER_EXCHANGE_PROTOCOL = "/vac/waku/peer-exchange/2.0.0-alpha1"
 MAX_PEERS_PER_RESPONSE = 60        # nwaku's cap (MaxPeersCacheSize)
@@ -124,7 +125,7 @@ def serve_on(host, cache: EnrCache, *, max_peers: int = MAX_PEERS_PER_RESPONSE,
         async def respond(data: bytes) -> bytes:
             return answer(cache, data, max_peers)
         await serve_exchange(stream, Exchange("peer exchange", MAX_REQUEST, timeout_s), respond)
-    host.set_stream_handler(PEER_EXCHANGE_PROTOCOL, handler)
+    host.set_stream_handler(PEER_EXCHANGE_PROTOCOL, answers_in_one_frame(handler))   # fix 30: serve_exchange
 
 
 async def request(host, peer_id: ID, num_peers: int, *, timeout_s: float = DEFAULT_READ_TIMEOUT_S) -> list[Enr]:

@@ -11,6 +11,7 @@ A message dated more than `max_future_ns` ahead of the clock is never stored: it
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import sqlite3
 import threading
@@ -112,9 +113,14 @@ class MessageStore:
         return self.add_many([(pubsub_topic, msg)]) == 1
 
     def add_many(self, items: Iterable[tuple[str, WakuMessage]]) -> int:
+        return self.insert_rows(self.rows(items))
+
+    def rows(self, items: Iterable[tuple[str, WakuMessage] | tuple[str, WakuMessage, bytes]]) -> list[tuple]:
+        """The table rows of the messages that may be stored (ephemeral and far-future ones are left out, the
+        latter counted in `refused`). An item may carry the message's encoded bytes as a third element."""
         now = self.clock()
         rows = []
-        for ps, m in items:
+        for ps, m, *data in items:
             if m.is_ephemeral:
                 continue
             try:
@@ -123,12 +129,31 @@ class MessageStore:
                 self.refused[e.reason] += 1
                 log.info("store: not storing %s: %s", m.hash(ps).hex()[:16], e)
                 continue
-            rows.append((m.hash(ps), ps, m.content_topic, m.timestamp, v2_digest(m), now, encode_message(m)))
+            rows.append((m.hash(ps), ps, m.content_topic, m.timestamp, v2_digest(m), now,
+                         data[0] if data else encode_message(m)))
+        return rows
+
+    def insert_rows(self, rows: Sequence[tuple]) -> int:
+        """Insert rows made by rows() in one transaction; how many were new. One multi-row INSERT per
+        INSERT_ROWS rows (up to INSERT_ROWS: that statement alone, autocommitted): sqlite3 releases the GIL around
+        each statement step, so from a worker thread (WakuNode's store writer) a batch is one hand-over of the GIL
+        and back, not one per row, and the C work (B-tree, indexes, WAL append) runs beside the event loop."""
+        if not rows:
+            return 0
         with self._lock:
             before = self._db.total_changes
+            if len(rows) <= INSERT_ROWS:      # one statement is its own transaction: one hand-over of the GIL
+                self._db.execute(_insert_sql(len(rows)), [v for r in rows for v in r])
+                return self._db.total_changes - before
             self._db.execute("BEGIN")
-            self._db.executemany("INSERT OR IGNORE INTO waku_store VALUES (?,?,?,?,?,?,?)", rows)
-            self._db.execute("COMMIT")
+            try:
+                for i in range(0, len(rows), INSERT_ROWS):
+                    chunk = rows[i:i + INSERT_ROWS]
+                    self._db.execute(_insert_sql(len(chunk)), [v for r in chunk for v in r])
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
             return self._db.total_changes - before
 
     def prune(self) -> int:
@@ -174,6 +199,12 @@ class MessageStore:
 
 
 _COLS = "hash, pubsub_topic, digest, stored_at, message"
+INSERT_ROWS = 128           # rows per INSERT statement (7 parameters each; SQLite's old limit was 999 per statement)
+
+
+@functools.lru_cache(maxsize=None)
+def _insert_sql(n: int) -> str:
+    return "INSERT OR IGNORE INTO waku_store VALUES " + ",".join(["(?,?,?,?,?,?,?)"] * n)
 
 
 def _row(r) -> StoredMessage:

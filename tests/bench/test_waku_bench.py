@@ -1,7 +1,8 @@
 """Waku benchmarks: relay throughput and per-hop latency between two processes, store pages per second.
 Each figure is printed next to a reference measured in the same run. Small by default; ARCHIVIST_SLOW=1 runs
 the full size. ARCHIVIST_BENCH_WAKU_PROFILE=FILE runs the load node's trio thread under cProfile (its own CPU
-clock) and saves the stats in FILE when it stops (read with pstats; docs/BENCHMARKS.md "Waku load"). The load
+clock) and saves the stats in FILE when it stops (read with pstats; docs/BENCHMARKS.md "Waku load");
+ARCHIVIST_BENCH_WAKU_LOOPTRACE=FILE runs it with the loop trace (core/waku/looptrace.py), printed per phase. The load
 benchmark's floods, prober and profiler entry point are in waku_load.py."""
 import json
 import os
@@ -21,7 +22,7 @@ from core.waku.store_db import MessageStore
 from core.waku.store_query import handle_store_v3
 from tests.bench.table import record
 from tests.bench.waku_load import CT_LOAD, IN_FLIGHT, LOAD_PEERS, N_LOAD, _connection_flood, _cpu_s, \
-    _lightpush_flood, _load_node, _pct, _Prober, _relay_flood, _wait_stored
+    _lightpush_flood, _load_node, _pct, _Prober, _relay_flood, _wait_stored, print_looptrace
 
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
 PS = "/waku/2/rs/16/32"
@@ -195,15 +196,18 @@ def test_load_floods_and_store_latency(tmp_path):
         t0 = time.monotonic()
         prober.wait_samples(t0, 200 if SLOW else 50)
         idle = prober.between(t0, time.monotonic())
+        phases = {"idle": (t0, time.monotonic())}
 
         t0, c0 = time.monotonic(), _cpu_s(node.pid)
         n_lp = _lightpush_flood(addr, server_id, N_LOAD)
         t1 = _wait_stored(db, 100 + n_lp, 120)
         lp_rate, lp_lat = n_lp / (t1 - t0), prober.between(t0, t1)
+        phases["lightpush"] = (t0, t1)
         c1 = _cpu_s(node.pid)
 
         t0, t1 = _relay_flood(addr, server_id, db, N_LOAD, 100 + n_lp)
         relay_rate, relay_lat = N_LOAD / (t1 - t0), prober.between(t0, t1)
+        phases["relay"] = (t0, t1)
         lp_cpu, relay_cpu = (c1 - c0) / n_lp, (_cpu_s(node.pid) - c1) / N_LOAD   # node CPU s per message
 
         t0 = time.monotonic()
@@ -239,6 +243,7 @@ def test_load_floods_and_store_latency(tmp_path):
                       ("during connections", conn_lat)):
         print(f"  store v3 latency {name}: p50 {_pct(lat, 0.5) * ms:.1f} ms, p95 {_pct(lat, 0.95) * ms:.1f} ms "
               f"({len(lat)} queries)")
+    print_looptrace(phases)
     record("waku", f"load: lightpush v3 from {LOAD_PEERS} peers, {N_LOAD} x 1 KiB", lp_rate, "msg/s",
            "SQLite alone, batches of 500", ref_rate, ">= 1,000")
     record("waku", f"load: relay, {N_LOAD} x 1 KiB", relay_rate, "msg/s", "SQLite alone, batches of 500", ref_rate,

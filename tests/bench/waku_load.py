@@ -212,9 +212,43 @@ def _load_node(db) -> subprocess.Popen:
     env = dict(os.environ)
     if os.environ.get("ARCHIVIST_BENCH_WAKU_PROFILE"):   # cProfile of the node's trio thread, saved at its exit
         env["ARCHIVIST_WAKU_PROFILE"] = os.environ["ARCHIVIST_BENCH_WAKU_PROFILE"]
+    if os.environ.get(LOOPTRACE_BENCH_ENV):              # core/waku/looptrace.py, saved at its exit
+        env["ARCHIVIST_WAKU_LOOPTRACE"] = os.environ[LOOPTRACE_BENCH_ENV]
     return subprocess.Popen([sys.executable, "-m", "core.cli", "wakunode", "--no-ws", "--store", str(db),
                              "--max-incoming-per-ip", "64", "--requests-per-s", "100000", "--request-burst",
                              "100000", "--rate-exempt-ip", "127.0.0.1"], stdout=subprocess.PIPE, text=True, env=env)
+
+
+LOOPTRACE_BENCH_ENV = "ARCHIVIST_BENCH_WAKU_LOOPTRACE"
+
+
+def print_looptrace(phases: dict) -> None:
+    """With ARCHIVIST_BENCH_WAKU_LOOPTRACE=FILE: the load node's loop trace, cut into the benchmark's phases
+    (name -> (t0, t1), monotonic): loop passes, the longest ones, and the store/lightpush handlers' lifetimes,
+    own run times and scheduling points (core/waku/looptrace.py)."""
+    path = os.environ.get(LOOPTRACE_BENCH_ENV)
+    if not path or not os.path.exists(path):
+        return
+    from core.waku.looptrace import summary
+    with open(path) as f:
+        raw = json.load(f)
+    for name, (t0, t1) in phases.items():
+        s = summary(raw, t0, t1)
+        print(f"  loop trace, {name}: passes {_fmt(s['batches'])}; full GCs {_fmt(s['gc2'])}, their CPU "
+              f"{_fmt(s['gc2_cpu'])}")
+        for kind, v in s["tagged"].items():
+            print(f"    {kind}: lifetime {_fmt(v['life'])}; own run {_fmt(v['run'])}; CPU {_fmt(v['cpu'])}; "
+                  f"scheduling points {_fmt(v['yields'])}")
+        for b in s["long_batches"][:3]:
+            print(f"    long pass {b['ms']} ms, {b['tasks']} task steps; longest (name, wall ms, CPU ms): {b['top']}")
+    print("  busiest coroutines (steps, total s, longest ms): " + "; ".join(
+        f"{n} {c} {t:.2f} {m * 1e3:.1f}" for n, (c, t, m) in list(raw["steps"].items())[:12]))
+
+
+def _fmt(p: dict) -> str:
+    if not p:
+        return "-"
+    return f"p50 {p['p50']:.1f} p95 {p['p95']:.1f} max {p['max']:.1f} (n {p['n']})"
 
 
 def _relay_flood(addr: str, server_id: str, db, n: int, stored_before: int) -> tuple[float, float]:

@@ -30,8 +30,8 @@ from libp2p.pubsub import pubsub as _pubsub_module
 from libp2p.pubsub import rpc_queue as _rpc_queue
 from libp2p.stream_muxer.yamux.yamux import Yamux, YamuxStream
 
-from core.waku.libp2p_patches import (connections, fastpath, framing, gossipsub, host, locks, pubsub, readahead,
-                                      records, sendq, streams, unread, yamux)
+from core.waku.libp2p_patches import (connections, fastpath, framing, gossipsub, host, locks, oneframe, pubsub,
+                                      readahead, records, sendq, streams, unread, yamux)
 
 T = "tests/unit/waku/"
 NO_ISSUE = "none found in libp2p/py-libp2p"
@@ -134,6 +134,20 @@ PATCHES: tuple[Patch, ...] = (
           "stream_muxer/yamux/yamux.py Yamux._cleanup_on_error, read_stream, YamuxStream.read; "
           "network/stream/net_stream.py NetStream.read after SwarmConn._cleanup", NO_ISSUE, "unread", "global",
           T + "test_libp2p_fix28.py::test_fix28_upstream_drops_unread_data_when_the_connection_ends"),
+    Patch("29", "every yamux frame sent is two scheduling points (the send, then an explicit checkpoint)",
+          "stream_muxer/yamux/yamux.py Yamux._write_frame", NO_ISSUE, "yamux", "global",
+          T + "test_libp2p_fix30.py::test_fix29_upstream_yields_again_after_the_send"),
+    Patch("30", "the multistream-select echo is a frame of its own, before the handler has read the request",
+          "protocol_muxer/multiselect.py Multiselect.negotiate (fix 23 kept the order)", NO_ISSUE,
+          "oneframe, fastpath", "host",
+          T + "test_libp2p_fix30.py::test_fix30_upstream_echoes_before_the_handler_runs"),
+    Patch("31", "an answer and its FIN are two yamux frames", "stream_muxer/yamux/yamux.py YamuxStream.write, "
+          "YamuxStream.close", NO_ISSUE, "oneframe", "subclass",
+          T + "test_libp2p_fix30.py::test_fix31_upstream_closes_with_a_frame_of_its_own"),
+    Patch("32", "the swarm's stream semaphore yields on every stream opened, even when free",
+          "network/swarm.py Swarm.set_resource_manager (_stream_semaphore), SwarmConn._handle_muxed_stream, "
+          "Swarm.new_stream", NO_ISSUE, "locks", "host",
+          T + "test_libp2p_fix30.py::test_fix32_upstream_stream_semaphore_yields_when_free"),
 )
 
 
@@ -160,6 +174,8 @@ GLOBAL: dict[str, tuple[Callable[[], None], Callable[[], bool]]] = {
     "27 lean yamux frame writes": (yamux.install_lean_write_frame,
                                    lambda: Yamux._write_frame is yamux.lean_write_frame),
     "28 unread data kept": (unread.install_unread_kept, unread.installed),
+    "29 one scheduling point per frame sent": (yamux.install_lean_write_frame,   # the same function as 27
+                                               lambda: Yamux._write_frame is yamux.lean_write_frame),
 }
 if not os.environ.get("ARCHIVIST_WAKU_NO_READ_AHEAD"):     # benchmarks only: fix 25 off, to compare
     GLOBAL["25 TCP read-ahead"] = (readahead.install_read_ahead, lambda: TrioTCPStream.read is readahead.read_ahead)
@@ -179,5 +195,5 @@ def applied() -> dict[str, bool]:
 apply_all()
 
 __all__ = ["PATCHES", "GLOBAL", "Patch", "apply_all", "applied", "connections", "fastpath", "framing",
-           "gossipsub", "host", "locks", "pubsub", "readahead", "records", "sendq", "streams", "unread",
+           "gossipsub", "host", "locks", "oneframe", "pubsub", "readahead", "records", "sendq", "streams", "unread",
            "yamux"]

@@ -36,6 +36,7 @@ from libp2p.pubsub import gossipsub as g
 from libp2p.pubsub.pb import rpc_pb2
 
 from core.varint import write_varint
+from core.waku.libp2p_patches import oneframe
 from core.waku.libp2p_patches.framing import buffered, read_prefixed
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,9 @@ NA = b"na\n"
 
 
 async def negotiate_inbound(stream, handlers: dict, timeout_s: float):
-    """Server side of multistream-select (fix 23): (protocol, handler). Raises MultiselectError."""
+    """Server side of multistream-select (fix 23): (protocol, handler). Raises MultiselectError. For a handler
+    marked `oneframe.answers_in_one_frame` whose request is already buffered behind the proposal, the echo is kept
+    for its answer (fix 30)."""
     def line(text: bytes) -> bytes:
         return write_varint(len(text)) + text
 
@@ -66,7 +69,10 @@ async def negotiate_inbound(stream, handlers: dict, timeout_s: float):
                 cmd = await read_line()
                 proto = cmd[:-1].decode(errors="replace") if cmd.endswith(b"\n") else None
                 if proto is not None and TProtocol(proto) in handlers:
-                    await stream.write(pending + line(cmd))
+                    if oneframe.wants_deferred_echo(handlers[TProtocol(proto)]) and buffered(stream):
+                        oneframe.defer(stream, pending + line(cmd))     # fix 30: sent with the answer
+                    else:
+                        await stream.write(pending + line(cmd))
                     return TProtocol(proto), handlers[TProtocol(proto)]
                 if cmd == b"ls\n":
                     listing = "".join(f"{p}\n" for p in handlers if p is not None).encode()
@@ -107,7 +113,9 @@ def install_fast_negotiation(host) -> None:
 
 
 PUSH_QUEUE = 8192   # relayed messages waiting for validation (fix 24); beyond, new ones are dropped
-PUSH_TURN = 16      # messages validated and forwarded in one turn of the worker (a few ms at most)
+PUSH_TURN_S = 0.002  # the worker validates and forwards messages for this long, then lets the others run: every
+                     # task that yields (a store query's answer) waits for whole passes of the loop, so each
+                     # step is kept short (it was 16 messages: 5-90 ms a turn under a loaded machine's relay flood)
 
 
 class InlinePushManager:
@@ -139,18 +147,18 @@ class InlinePushManager:
         return None
 
     async def _work(self) -> None:
-        push = self._pubsub.push_msg
+        push, clock = self._pubsub.push_msg, time.perf_counter
         while True:
-            done = 0
+            turn_end = clock() + PUSH_TURN_S
             while self._queue:
                 forwarder, msg = self._queue.popleft()
                 try:
                     await push(forwarder, msg)
                 except Exception:  # noqa: BLE001 - as a failed task upstream: logged, the others go on
                     log.exception("relay: pushing a message from %s failed", forwarder)
-                done += 1
-                if done % PUSH_TURN == 0:
+                if clock() >= turn_end:
                     await trio.lowlevel.checkpoint()   # push_msg need not yield: let the others run meanwhile
+                    turn_end = clock() + PUSH_TURN_S
             self._wakeup = trio.Event()
             if not self._queue:
                 await self._wakeup.wait()

@@ -166,3 +166,13 @@ async def _notify(self: Swarm, method: str, *args) -> None:
 
 def install_inline_stream_notifications() -> None:
     Swarm._notify = _notify
+
+
+def install_uncontended_stream_semaphore(swarm) -> None:
+    """fix 32 for one swarm: its stream semaphore (network/swarm.py Swarm.set_resource_manager: a trio.Semaphore of
+    the resource manager's max_streams, taken for every stream opened, inbound in SwarmConn._handle_muxed_stream
+    and outbound in Swarm.new_stream) yields even when a token is free: one more wait for a whole pass of the
+    loop per request, on both sides. Swapped for an UncontendedSemaphore holding the same free tokens."""
+    sem = getattr(swarm, "_stream_semaphore", None)
+    if isinstance(sem, trio.Semaphore):
+        swarm._stream_semaphore = UncontendedSemaphore(sem.value)

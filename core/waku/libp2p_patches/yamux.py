@@ -12,13 +12,18 @@ upstream's RTT auto-tuning, unchanged). The peer's send window never drops below
 
 Fix 27: Yamux._write_frame (every frame sent) unpacks the header and builds a debug line (an f-string, a dict and a
 list of flag names) before it writes, whether or not debug logging is on. `lean_write_frame` writes as upstream
-(under the connection's write lock, then a checkpoint) and leaves the line to upstream when debug is on.
+(under the connection's write lock) and leaves the line to upstream when debug is on.
+
+Fix 29: Yamux._write_frame ends with `trio.lowlevel.checkpoint()` after the write, but the write already ends in
+one: trio's socket send yields after every successful send (`_try_sync`: checkpoint_if_cancelled before,
+cancel_shielded_checkpoint after), as does every transport's write under Noise. So every frame sent was two
+passes of the run loop for its task: under a relay flood, several ms each, paid by every request's answer
+(docs/BENCHMARKS.md, "Waku load"). `lean_write_frame` has the send's scheduling point only.
 """
 from __future__ import annotations
 
 import logging
 
-import trio
 from libp2p.stream_muxer.yamux import yamux as _yamux_module
 from libp2p.stream_muxer.yamux.yamux import Yamux, YamuxStream
 
@@ -45,13 +50,13 @@ def install_half_window_updates() -> None:
 
 
 async def lean_write_frame(self: Yamux, data: bytes) -> None:
-    """fix 27: Yamux._write_frame without its debug line when debug logging is off."""
+    """fix 27: Yamux._write_frame without its debug line when debug logging is off; fix 29: without the second
+    scheduling point (the socket send already was one)."""
     if _yamux_module.logger.isEnabledFor(logging.DEBUG):
         await UPSTREAM_WRITE_FRAME(self, data)
         return
     async with self._write_lock:
         await self.secured_conn.write(data)
-    await trio.lowlevel.checkpoint()
 
 
 def install_lean_write_frame() -> None:

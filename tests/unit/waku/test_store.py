@@ -182,3 +182,23 @@ def test_fuzz_store_requests_from_network(data):
 
 _FUZZ_STORE = MessageStore(clock=Clock())
 _FUZZ_STORE.add_many((PS, WakuMessage(b"f%d" % i, CT, timestamp=i + 1)) for i in range(30))
+
+
+@pytest.mark.parametrize("n", [1, 128, 129, 300])
+def test_insert_rows_in_multi_row_statements_counts_new_rows_only(tmp_path, n):
+    from core.waku import store_db
+    s = MessageStore(tmp_path / "m.db")
+    msgs = [("/waku/2/rs/16/32", WakuMessage(b"m%d" % i, "/a/1/b/proto", timestamp=1_000 + i)) for i in range(n)]
+    rows = s.rows(msgs)
+    assert s.insert_rows(rows[: n // 2 + 1]) == n // 2 + 1
+    assert s.insert_rows(rows) == n - (n // 2 + 1)          # INSERT OR IGNORE: the first half is not new
+    assert s.count() == n and s.insert_rows([]) == 0
+    assert [m.message.payload for m in s.page(store_db.Filter(), forward=True, limit=n)] == [m.payload for _, m in msgs]
+    # a failing chunk rolls the whole batch back (more than one statement: one transaction)
+    bad = s.rows([("/waku/2/rs/16/32", WakuMessage(b"x%d" % i, "/a/1/b/proto", timestamp=5_000 + i))
+                  for i in range(store_db.INSERT_ROWS + 5)])
+    bad[-1] = bad[-1][:6]                                   # a column short: the second statement fails
+    with pytest.raises(Exception):
+        s.insert_rows(bad)
+    assert s.count() == n
+    s.close()

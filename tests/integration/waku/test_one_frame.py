@@ -1,0 +1,85 @@
+"""Fixes 30 and 31 between real nodes on 127.0.0.1: a store query and a lightpush request are answered in one yamux
+frame (the stream's ACK aside) carrying the multistream echo, the answer and the FIN; a client that waits for the
+echo before sending its request still gets it first; a request the server does not answer still ends with the
+echo and a FIN (negotiation succeeded, then end of stream)."""
+import struct
+import time
+
+import trio
+from libp2p.peer.id import ID
+from libp2p.stream_muxer.yamux import yamux as Y
+
+from core.pb import waku_store_v2beta4_pb2 as v2pb
+from core.waku import lightpush, store_protocol
+from core.waku.libp2p_patches.framing import read_length_prefixed, write_length_prefixed
+from core.waku.message import WakuMessage
+
+PS = "/waku/2/rs/16/32"
+CT = "/app/1/chat/proto"
+MULTISTREAM = b"/multistream/1.0.0\n"
+
+
+def _record_frames(server, client) -> list:
+    """Every yamux frame the server writes on its connection to `client`: (stream id, type, flags, payload)."""
+    frames = []
+
+    def install():
+        [conn] = server.node.host.get_network().connections[ID.from_base58(client.peer_id)]
+        muxed = conn.muxed_conn
+        upstream = muxed._write_frame
+
+        async def recording(data):
+            _, typ, flags, sid, _ = struct.unpack(Y.YAMUX_HEADER_FORMAT, data[:Y.HEADER_SIZE])
+            frames.append((sid, typ, flags, data[Y.HEADER_SIZE:]))
+            await upstream(data)
+        muxed._write_frame = recording
+    server._sync(install)
+    return frames
+
+
+def _by_stream(frames) -> dict:
+    out = {}
+    for sid, typ, flags, payload in frames:
+        out.setdefault(sid, []).append((typ, flags, payload))
+    return out
+
+
+def test_store_query_and_lightpush_are_answered_in_one_frame(make_node):
+    server = make_node()
+    client = make_node(store=False, shards=(1,))
+    client.add_peer(server.listen_addrs[0])
+    frames = _record_frames(server, client)
+    assert client.lightpush(server.peer_id, PS, WakuMessage(b"one", CT, timestamp=time.time_ns())).status_code == 200
+    assert [r.message.payload for r in client.query_store(server.peer_id, [CT], pubsub_topic=PS)] == [b"one"]
+    answered = [s for s in _by_stream(frames).values() if any(t == Y.TYPE_DATA for t, _, _ in s)]
+    assert len(answered) == 2
+    for (lp_or_store, proto) in zip(answered, (lightpush.LIGHTPUSH_V3_PROTOCOL, store_protocol.STORE_V3_PROTOCOL)):
+        assert [(t, f) for t, f, _ in lp_or_store] == [(Y.TYPE_WINDOW_UPDATE, Y.FLAG_ACK), (Y.TYPE_DATA, Y.FLAG_FIN)]
+        payload = lp_or_store[1][2]
+        echo = bytes([len(MULTISTREAM)]) + MULTISTREAM + bytes([len(proto) + 1]) + proto.encode() + b"\n"
+        assert payload.startswith(echo) and len(payload) > len(echo)       # the answer follows in the frame
+
+
+def test_a_client_that_waits_for_the_echo_and_an_unanswered_request(make_node):
+    """py-libp2p's own client (host.new_stream) waits for the echo: it is sent at once. A v2 store request that does
+    not parse gets no answer: the echo (with the FIN) still tells the client the protocol was accepted."""
+    server = make_node()
+    client = make_node(store=False, shards=(1,))
+    client.add_peer(server.listen_addrs[0])
+
+    async def exchange(data: bytes):
+        stream = await client.node.host.new_stream(ID.from_base58(server.peer_id), [store_protocol.STORE_V2_PROTOCOL])
+        try:
+            await write_length_prefixed(stream, data)
+            with trio.fail_after(10):
+                try:
+                    return await read_length_prefixed(stream, 1 << 20)
+                except Exception as e:     # noqa: BLE001 - the end of the stream is the answer here
+                    return type(e).__name__
+        finally:
+            await stream.close()
+
+    rpc = v2pb.HistoryRPC(request_id="r", query=v2pb.HistoryQuery(pubsub_topic=PS))
+    answer = client._call(exchange, rpc.SerializeToString())
+    assert v2pb.HistoryRPC.FromString(answer).request_id == "r"
+    assert client._call(exchange, b"\xff\xff\xff") == "StreamEOF"     # negotiated, then EOF: no reset

@@ -24,10 +24,12 @@ from Crypto.Cipher import AES
 from google.protobuf.message import DecodeError as _PbDecodeError
 
 from core.archive.codec import keccak256
+from core.pb import archivist_status_view_pb2 as view_pb
 from core.pb import communities_archive_pb2 as archive_pb
 from core.pb import status_protocol_message_pb2 as proto_pb
 from core.status.errors import EncryptionError, KeyMissing, TamperedContent
 from core.status.identity import community_id_bytes, write_private_file
+from core.varint import DecodeError as VarintError, next_field
 from core.varint import write_varint as _varint
 
 NO_INSTALLATION_ID = "none"          # status-go's map key for group (hash-ratchet) messages
@@ -38,6 +40,7 @@ TAG_LENGTH = 16
 # WakuMessageArchive and only decrypts when that fails; an ID starting with "f" (wire type 6 when read as a
 # protobuf tag) guarantees that first attempt fails, so status-go goes on to decrypt.
 ARCHIVE_INSTALLATION_ID = "f0a7c41e-4e2a-4b4d-9c1d-a7c41e000000"
+_EncryptedProbe = view_pb.EncryptedProbe
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,8 +272,11 @@ def _protocol_message_bytes(installation_id: str, header: bytes, payload: tuple[
 
 
 def hash_ratchet_message(data: bytes) -> proto_pb.EncryptedMessageProtocol | None:
-    """The hash-ratchet part if `data` is an HR-encrypted ProtocolMessage, else None (never raises)."""
-    if not data:
+    """The hash-ratchet part if `data` is an HR-encrypted ProtocolMessage, else None (never raises).
+
+    A plain archive is told apart first by the one field that matters (may_be_encrypted), without the full
+    ProtocolMessage parse, which reads each of its messages as a Bundle (~10 ms a 10 MB archive)."""
+    if not data or not may_be_encrypted(data):
         return None
     pm = proto_pb.ProtocolMessage()
     try:
@@ -283,6 +289,40 @@ def hash_ratchet_message(data: bytes) -> proto_pb.EncryptedMessageProtocol | Non
     if not msg.HasField("HR_header") or not msg.HR_header.group_id:
         return None
     return msg
+
+
+def may_be_encrypted(data: bytes) -> bool:
+    """False when `data` is certainly not an HR-encrypted ProtocolMessage, told from its first field alone when
+    that can tell, else without building its other fields; True: the full check decides (hash_ratchet_message).
+
+    - The first field, parsed alone as a ProtocolMessage, does not parse: neither does the whole (the full parse
+      reads that same field by the same rules). A plain archive starts with its metadata, field 2, which is the
+      installation ID (a string) there; its timestamps' varints are almost never UTF-8. Microseconds.
+    - Read as EncryptedProbe (proto/archivist_status_view.proto: ProtocolMessage's `encrypted_message` alone, every
+      other field unknown) it does not parse or holds no encrypted message: the ProtocolMessage parse checks that
+      field the same way and more (its other fields' types), so it fails or finds none too. The probe skips the
+      messages of a plain archive where the ProtocolMessage parse makes a Bundle of each (2x faster)."""
+    data = bytes(data)
+    head = _first_field_end(data)
+    if head is not None:
+        try:
+            proto_pb.ProtocolMessage.FromString(data[:head])
+        except (_PbDecodeError, RuntimeError, ValueError):
+            return False
+    try:
+        return bool(_EncryptedProbe.FromString(data).encrypted_message)
+    except (_PbDecodeError, RuntimeError, ValueError):
+        return False
+
+
+def _first_field_end(data: bytes) -> int | None:
+    """Where the first field of `data` ends when it is a length-delimited field that fits (None otherwise: the
+    probe decides)."""
+    try:
+        _, wire, end = next_field(data, 0)
+    except VarintError:
+        return None
+    return end if wire == 2 and end <= len(data) else None
 
 
 def is_encrypted(data: bytes) -> bool:

@@ -70,21 +70,61 @@ _PREVIEW_PARSERS: tuple | None = None
 def _preview_parsers() -> tuple:
     global _PREVIEW_PARSERS
     if _PREVIEW_PARSERS is None:
+        from core.pb import archivist_status_view_pb2 as view_pb
         from core.pb import status_application_metadata_pb2 as app_pb
         from core.pb import status_chat_message_pb2 as chat_pb
         from core.pb import status_protocol_message_pb2 as proto_pb
         _PREVIEW_PARSERS = (proto_pb.ProtocolMessage.FromString, app_pb.ApplicationMetadataMessage.FromString,
-                            chat_pb.ChatMessage.FromString, app_pb.ApplicationMetadataMessage.CHAT_MESSAGE)
+                            chat_pb.ChatMessage.FromString, app_pb.ApplicationMetadataMessage.CHAT_MESSAGE,
+                            view_pb.ProtocolChatView.FromString)
     return _PREVIEW_PARSERS
+
+
+def chat_view() -> tuple:
+    """(parse, CHAT_MESSAGE): parse(payload) is the payload read in one parse as ProtocolChatView
+    (proto/archivist_status_view.proto); preview_opened says how its fields answer, and when they do not."""
+    parsers = _PREVIEW_PARSERS or _preview_parsers()
+    return parsers[4], parsers[3]
 
 
 def preview_opened(payload: bytes, sig: bytes | None) -> tuple[tuple, bool]:
     """preview_unwrap(payload) as the row's opened columns (sender, chat_id, clock, message_id, message_type, text;
     core.history_import.opened_columns with the envelope signer `sig`) and the `signed` flag, in a third of its
-    time: the three protobuf parses and nothing else (no intermediate objects, no import per call). It is what an
-    import's first pass runs for every message; tests/unit/test_history_import_authors.py holds it equal to
-    preview_unwrap on every kind of payload."""
-    parse_protocol, parse_app, parse_chat, chat_type = _PREVIEW_PARSERS or _preview_parsers()
+    time: ONE protobuf parse (proto/archivist_status_view.proto: the ProtocolMessage with its public message and
+    that message's payload declared as the messages they carry) and nothing else. It is what an import's first
+    pass runs for every message.
+
+    The view gives the three parses' answer whenever it parses: each nested bytes field is a repeated message
+    there, so its last occurrence is read, as the bytes field keeps its last; every other field has its type, so
+    the outer parse fails where the ProtocolMessage's would. When the view does not parse (an inner message that
+    does not decode, even one the three parses would not have opened) or its last public message is empty of
+    fields (empty bytes, or bytes that only encode defaults: the two differ), the three parses decide
+    (preview_parsed). tests/unit/status/test_unwrap_view.py holds both equal on every kind of payload, mutated and
+    random ones, and tests/unit/test_history_import_authors.py holds it equal to preview_unwrap."""
+    parsers = _PREVIEW_PARSERS or _preview_parsers()
+    try:
+        publics = parsers[4](payload).public_message
+    except Exception:  # noqa: BLE001 - outside data: the three parses say what it is
+        return preview_parsed(payload, sig)
+    if not publics:                     # no public message (encrypted or empty ProtocolMessage): stored raw
+        return (sig or None, None, None, None, None, None), False
+    app = publics[-1]
+    kind = app.type
+    if kind != parsers[3]:
+        if not app.ByteSize():          # b"" (raw) or b"\x18\x00" (type 0): only the bytes tell
+            return preview_parsed(payload, sig)
+        return (sig or None, None, None, None, kind, None), bool(app.signature)
+    chats = app.payload
+    if not chats:                       # no payload: ChatMessage of b"", every field its default
+        return (sig or None, "", 0, None, kind, ""), bool(app.signature)
+    chat = chats[-1]
+    return (sig or None, chat.chat_id, chat.clock, None, kind, chat.text), bool(app.signature)
+
+
+def preview_parsed(payload: bytes, sig: bytes | None) -> tuple[tuple, bool]:
+    """preview_opened by the three parses (ProtocolMessage, ApplicationMetadataMessage, ChatMessage), each of the
+    bytes the one before holds: what the one-parse view falls back to."""
+    parse_protocol, parse_app, parse_chat, chat_type = (_PREVIEW_PARSERS or _preview_parsers())[:4]
     sender = sig or None
     try:
         public = parse_protocol(payload).public_message

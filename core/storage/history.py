@@ -197,8 +197,9 @@ def import_window(con: sqlite3.Connection, community_id: str, start: int, end: i
             con.execute(PENDING_SCHEMA)
             # this transaction's rows have rowids above `top` (SQLite takes max + 1); if it chose others (only
             # once a rowid reached 2^63 - 1), each row is looked up by its key. When every row waits for its
-            # author (the usual window: every Status message is signed), SQLite copies them itself
-            if len(want) == len({r[1] for r in rows}):
+            # author (the usual window: every Status message is signed), SQLite copies them itself. `pending` holds
+            # hashes of `rows`: as many distinct ones as rows means every row (no set of the rows' hashes to make)
+            if len(want) == len(rows) or len(want) == len({r[1] for r in rows}):
                 before = con.total_changes
                 con.execute("INSERT OR REPLACE INTO history_authors_pending (rid, hash) "
                             "SELECT rowid, hash FROM history_messages WHERE rowid > ?", (top,))

@@ -3,7 +3,8 @@
 real signed messages that tests/bench/import_profile.py builds in DIR, runs import_folder rows first until the
 history is visible, with no worker process running before it, and prints: when the first row was written, the
 windows' writing time and the writer's CPU, the waits between windows, `end_import` (the chat index made), the
-pending count, and the CPU until visible of the importer's process plus its RowPool workers and forkserver (/proc);
+pending count, the CPU of each phase (reading, checking and decoding the windows; writing them; end_import; the
+rest), and the CPU until visible of the importer's process plus its RowPool workers and forkserver (/proc);
 then the floor (tests/bench/floor_import.py) of the same rows, wall and CPU, and the ratios.
 `--read-ahead` forces the read ahead on or off (default: core.node.hydrate.read_ahead_pays decides).
 To compare with another tree, run this file with PYTHONPATH set to that tree (copy this file and floor_import.py
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 
 import core.history_import as HI
+import core.node.hydrate as HY
 from core.node import import_cli
 from core.status.traffic import TrafficGenerator
 from core.storage import history as H
@@ -52,6 +54,7 @@ def main(argv: list[str]) -> None:
     folder = build(n, root)
     log: list = []
     _timed(H, "import_window", log)
+    _timed(HY, "read_window_preview", log)
     _timed(MemberHistory, "end_import", log)
     _timed(MemberHistory, "pending_author_count", log)
     kw = {} if ahead is None else {"read_ahead": ahead}
@@ -73,12 +76,17 @@ def main(argv: list[str]) -> None:
         wins = [e for e in log if e[0] == "import_window"]
         end = next(e for e in log if e[0] == "end_import")
         count = next(e for e in log if e[0] == "pending_author_count")
+        reads = [e for e in log if e[0] == "read_window_preview"]
         waits = sum(b[1] - a[2] for a, b in zip(wins, wins[1:]))
         print(f"import of {n:,} messages, {len(wins)} windows, rows first (load {os.getloadavg()[0]:.1f}; next "
               f"window decoded in a worker: {seen[1]}): visible after {took:.2f} s, CPU until then {seen[0]:.2f} s")
         print(f"  first row written at {wins[0][1] - t0:.2f} s; windows {sum(b - a for _, a, b, _ in wins):.2f} s "
               f"(writer CPU {sum(e[3] for e in wins):.2f} s); waits between windows {waits:.2f} s; end_import "
               f"{end[2] - end[1]:.2f} s; pending count {count[2] - count[1]:.2f} s")
+        print(f"  CPU by phase: windows read, checked and decoded {sum(e[3] for e in reads):.2f} s (in this process's "
+              f"threads; a worker's decoding is not in it), windows written {sum(e[3] for e in wins):.2f} s, "
+              f"end_import {end[3]:.2f} s, the rest (a worker's decoding too) "
+              f"{seen[0] - sum(e[3] for e in reads + wins) - end[3]:.2f} s")
         con = sqlite3.connect(db)
         rows = con.execute("SELECT * FROM history_messages ORDER BY rowid").fetchall()
         con.close()

@@ -1,10 +1,13 @@
 """Where the import's first pass spends its time (issue 17): `python -m tests.bench.import_profile N [DIR]
-[--cprofile]` builds a community folder of N real signed messages in DIR (kept there and reused; default
-/tmp/archivist-import-N), runs import_folder (rows first) into a new history database and prints when the history
-was visible, the writing thread's CPU time and its wait for a CPU (/proc schedstat: on a loaded machine the
-writer waits for a core more than it runs), the process's CPU time, each window's write (start-end, seconds), and
-with --cprofile the top 10 functions of the importer's main thread by own time (the read ahead and the decoding run
-in another thread and a worker process: not in it). The authors pass is not run."""
+[--cprofile [--cpu]] [--read-ahead yes|no]` builds a community folder of N real signed messages in DIR (kept there
+and reused; default /tmp/archivist-import-N), runs import_folder (rows first) into a new history database and
+prints when the history was visible, the writing thread's CPU time and its wait for a CPU (/proc schedstat: on a
+loaded machine the writer waits for a core more than it runs), the process's CPU time, each window's write
+(start-end, seconds), and with --cprofile the top 10 functions of the importer's main thread by own time (the read
+ahead and the decoding run in another thread and a worker process: not in it); `--cpu` times the profile by the
+thread's CPU instead of the wall clock (on a loaded machine the wall clock charges the waits for a CPU to whichever
+function was running), and `--read-ahead yes|no` forces the read ahead on or off (default:
+core.node.hydrate.read_ahead_pays decides). The authors pass is not run."""
 from __future__ import annotations
 
 import cProfile
@@ -71,13 +74,17 @@ def main(argv: list[str]) -> None:
 
     def visible(done, total):
         raise _Visible
-    prof = cProfile.Profile() if "--cprofile" in argv else None
+    prof = None
+    if "--cprofile" in argv:
+        prof = cProfile.Profile(time.thread_time) if "--cpu" in argv else cProfile.Profile()
+    kw = {} if "--read-ahead" not in argv else {"read_ahead": argv[argv.index("--read-ahead") + 1] == "yes"}
     with tempfile.TemporaryDirectory() as tmp:
         c0, t0 = time.process_time(), time.perf_counter()
         if prof:
             prof.enable()
         try:
-            import_folder(folder, Path(tmp) / "h.sqlite", gen.community_id, Selection("all"), authors_progress=visible)
+            import_folder(folder, Path(tmp) / "h.sqlite", gen.community_id, Selection("all"), authors_progress=visible,
+                          **kw)
         except _Visible:
             pass
         if prof:

@@ -244,6 +244,88 @@ def run_archive_link(item: tuple[int, bytes]) -> str:
     return d.reason
 
 
+# ---------------------------------------------------------------- the import's first pass (member side)
+# status-payload: core/status/unwrap.py preview_opened (one parse of an archived payload down to its chat message)
+# must answer as the three parses do (preview_parsed), and never raise. archive-preview: core/history_import.py
+# preview_archives (what the import writes for an archive, its per-message fast path inline) must give the rows of
+# decode_archive + preview_parsed. archive-encryption: core/status/archive_encryption.py hash_ratchet_message, whose
+# shortcut (may_be_encrypted: the first field, then a probe) must agree with the whole ProtocolMessage parse.
+
+def _payload_seeds() -> list[bytes]:
+    from coincurve import PrivateKey
+
+    from core.status.application_metadata import CHAT_MESSAGE, wrap_application, wrap_public
+    from core.status.chat_message import encode_chat_message
+    key = PrivateKey(codec.keccak256(b"archivist fuzz author"))
+    chat = encode_chat_message("gm \u2728 fuzz", "0x02" + "ab" * 32 + "-chan", 7, 1_700_000_000_000)
+    app = wrap_application(chat, CHAT_MESSAGE, key)
+    return [wrap_public(app, "f0a7c41e-4e2a"), wrap_public(wrap_application(chat, CHAT_MESSAGE, None), "i"),
+            wrap_public(wrap_application(b"\x08\x01\x12\x03abc", 43, key), "i"),
+            wrap_public(app, "i") + wrap_public(wrap_application(chat[:9], CHAT_MESSAGE, key), ""),
+            b"\xb2\x06\x00", b"\xb2\x06\x02\x18\x00"]
+
+
+def payload_seeds() -> list[bytes]:
+    return _payload_seeds()
+
+
+def run_status_payload(raw: bytes) -> str:
+    from core.status.unwrap import preview_opened, preview_parsed
+    got, want = preview_opened(raw, b"s"), preview_parsed(raw, b"s")
+    if got != want:
+        raise InvariantBroken(f"one parse gives {got}, three give {want}")
+    (_, chat_id, _, _, kind, _), signed = got
+    return "raw" if kind is None else "chat" if chat_id is not None else f"type {kind}"
+
+
+def preview_seeds() -> list[bytes]:
+    ms = [ArchiveMessage(b"\x04" * 65 if i % 2 else b"", 1577840400 + i, TOPIC, p, b"",
+                         i.to_bytes(32, "big") if i % 3 else b"") for i, p in enumerate(_payload_seeds() * 2)]
+    return [codec.encode_archive(1577836800, 1578355200, [TOPIC], ms),
+            codec.encode_archive(1577836800, 1578355200, [TOPIC], ms[:1])]
+
+
+def run_archive_preview(raw: bytes) -> str:
+    from core.history_import import preview_archives
+    from core.status.unwrap import preview_parsed
+    arch = codec.decode_archive(raw)
+    got = preview_archives(CID, [("0xa", raw, arch.start, arch.end)])
+    rows, pending = [], []
+    for m in arch.messages:
+        opened, signed = preview_parsed(m.payload, m.sig)
+        h = m.hash or codec.keccak256(m.to_pb().SerializeToString(deterministic=True))
+        rows.append((CID, h, m.timestamp, m.topic, *opened, m.payload, "0xa"))
+        if signed:
+            pending.append(h)
+    if got != (rows, pending):
+        raise InvariantBroken("preview_archives differs from decode_archive + preview_parsed")
+    return "ok" if rows else "empty"
+
+
+def encryption_seeds() -> list[bytes]:
+    from core.status import archive_encryption as ae
+    gk = ae.GroupKey(b"\x02" + bytes(32), codec.keccak256(b"fuzz"), 1_700_000_000_000)
+    plain = archive_seeds()
+    return [*plain[:2], ae.wrap(plain[0], gk, 1), ae.wrap(plain[3], gk, 2, installation_id="")]
+
+
+def run_archive_encryption(raw: bytes) -> str:
+    from core.pb import status_protocol_message_pb2 as proto_pb
+    from core.status import archive_encryption as ae
+    got = ae.hash_ratchet_message(raw)
+    try:
+        pm = proto_pb.ProtocolMessage.FromString(raw) if raw else None
+    except Exception:  # noqa: BLE001 - the reference: whatever the whole parse does not take is not encrypted
+        pm = None
+    want = None
+    if pm is not None and pm.encrypted_message:
+        msg = pm.encrypted_message.get(ae.NO_INSTALLATION_ID) or next(iter(pm.encrypted_message.values()))
+        want = msg if msg.HasField("HR_header") and msg.HR_header.group_id else None
+    if got != want:
+        raise InvariantBroken(f"the encryption check says {got is not None}, the whole parse {want is not None}")
+    return "encrypted" if got is not None else "plain"
+
+
 TARGETS = [
     Target("index", "protobuf", index_seeds, run_index, (ArchiveError,)),
     Target("archive", "protobuf", archive_seeds, run_archive, (ArchiveError,)),
@@ -251,4 +333,7 @@ TARGETS = [
     Target("magnet-libtorrent", "text", magnet_seeds, run_magnet_libtorrent, (MagnetError,)),
     Target("magnet-inspector", "text", magnet_seeds, run_magnet_inspector, (MagnetError,)),
     Target("archive-link", "protobuf", link_seeds, run_archive_link, ()),
+    Target("status-payload", "protobuf", payload_seeds, run_status_payload, ()),
+    Target("archive-preview", "protobuf", preview_seeds, run_archive_preview, (ArchiveError,)),
+    Target("archive-encryption", "protobuf", encryption_seeds, run_archive_encryption, ()),
 ]

@@ -119,6 +119,46 @@ def test_read_window_preview_opens_encrypted_archives_and_names_a_damaged_one(tm
     assert str(ei.value) == f"archive {a2} is not fully downloaded: data holds 5 of its {index[a2].size} bytes"
 
 
+def test_the_archive_read_in_two_parts_gets_open_blobs_answer_on_damaged_data(tmp_path):
+    """read_window_preview reads an archive and its padding apart (no copy to cut the padding off): on every kind of
+    damage it raises what open_blob raises on the same bytes read whole, message for message."""
+    import dataclasses
+    from core.history_import import open_blob
+    ms = [_message(i) for i in range(5)]
+    path, index = _data(tmp_path, [(T, T + W, ms)])
+    (aid, e), = index.items()
+    good = path.read_bytes()
+    raw_len = e.size - e.padding
+    cases = {
+        "as is": (good, e),
+        "cut in the archive": (good[:raw_len - 3], e),
+        "cut in the padding": (good[:raw_len + 7], e),
+        "padding not zeros": (good[:-1] + b"\1", e),
+        "first padding byte": (good[:raw_len] + b"\7" + good[raw_len + 1:], e),
+        "all zeros": (bytes(len(good)), e),
+        "zeros then data": (b"\0" * 4 + good[4:], e),
+        "padding over size": (good, dataclasses.replace(e, padding=e.size + 1)),
+        "no padding said": (good, dataclasses.replace(e, padding=0)),
+        "negative padding": (good, dataclasses.replace(e, padding=-2)),
+    }
+    seen = set()
+    for name, (data, entry) in cases.items():
+        path.write_bytes(data)
+        with open(path, "rb") as f:
+            whole = f.read(entry.size)
+        try:
+            want = ("ok", preview_archives(CID, [(aid, open_blob(aid, entry, whole), T, T + W)]))
+        except ArchiveError as err:
+            want = (err.code, str(err), err.archive_id)
+        try:
+            got = ("ok", read_window_preview(path, CID, {aid: entry}, WindowImport(T, T + W, (aid,))))
+        except ArchiveError as err:
+            got = (err.code, str(err), err.archive_id)
+        assert got == want, name
+        seen.add(want[0])
+    assert seen == {"ok", "archive-incomplete", "padding-nonzero", "padding-exceeds-size", "archive-undecodable"}
+
+
 def _archives():
     ms = [_message(i) for i in range(9)]
     return [("0xa", codec.encode_archive(T, T + W, [TOPIC], ms), T, T + W)]

@@ -187,6 +187,75 @@ def test_fuzz_detection_and_unwrap_of_arbitrary_bytes(blob):
         pass
 
 
+def full_parse_hr(data: bytes):
+    """hash_ratchet_message as it was before its shortcut (may_be_encrypted): the whole ProtocolMessage parsed."""
+    if not data:
+        return None
+    pm = proto_pb.ProtocolMessage()
+    try:
+        pm.ParseFromString(bytes(data))
+    except Exception:  # noqa: BLE001
+        return None
+    if not pm.encrypted_message:
+        return None
+    msg = pm.encrypted_message.get(ae.NO_INSTALLATION_ID) or next(iter(pm.encrypted_message.values()))
+    return msg if msg.HasField("HR_header") and msg.HR_header.group_id else None
+
+
+def shortcut_cases() -> list[bytes]:
+    """Plain archives (metadata that is UTF-8 as an installation ID, and not), encrypted ones (ours, a bare map
+    entry first, a bundle first, the installation ID after), and both in one."""
+    gk = ae.GroupKey(b"\x02" + bytes(32), keccak256(b"probe"), 1_700_000_000_000)
+    plain, small = archive_bytes(4), codec.encode_archive(1, 2, [b"abcd"], [ArchiveMessage(b"s", 1, b"abcd", b"p")])
+    enc = ae.wrap(plain, gk, 1)
+    pm = proto_pb.ProtocolMessage.FromString(enc)
+    bare = proto_pb.ProtocolMessage()
+    bare.encrypted_message["none"].CopyFrom(pm.encrypted_message["none"])
+    bundle = proto_pb.ProtocolMessage()
+    bundle.bundles.add(identity=b"k")
+    bundle.encrypted_message["none"].CopyFrom(pm.encrypted_message["none"])
+    late = bare.SerializeToString() + b"\x12\x01f"            # installation ID after the map
+    bad_late = bare.SerializeToString() + b"\x12\x02\xff\xfe"   # ... and not UTF-8: the whole does not parse
+    return [plain, small, enc, bare.SerializeToString(), bundle.SerializeToString(), late, bad_late,
+            small + bare.SerializeToString(), plain + bare.SerializeToString(), b"\x12\x00", b"\x12\x05ab"]
+
+
+def test_the_encryption_check_by_its_first_field_finds_what_the_whole_parse_finds():
+    cases = shortcut_cases()
+    for raw in cases:
+        want = full_parse_hr(raw)
+        got = ae.hash_ratchet_message(raw)
+        assert (got is None) == (want is None) and (got is None or got == want), raw[:40].hex()
+    assert [ae.is_encrypted(c) for c in cases] == [False, False, True, True, True, True, False, True, False,
+                                                   False, False]
+    assert not ae.may_be_encrypted(cases[0])          # a plain archive: its first field tells (not UTF-8)
+    assert ae.may_be_encrypted(cases[2])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_fuzz_the_encryption_shortcut_never_calls_an_encrypted_blob_plain(data):
+    """Mutated plain and encrypted archives and random bytes: the shortcut and the whole parse agree."""
+    cases = shortcut_cases()
+    raw = bytearray(data.draw(st.sampled_from(cases + [b""])))
+    for _ in range(data.draw(st.integers(0, 3))):
+        op = data.draw(st.integers(0, 2))
+        if op == 0 and raw:
+            raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+        elif op == 1 and raw:
+            del raw[data.draw(st.integers(0, len(raw) - 1)):]
+        else:
+            raw[data.draw(st.integers(0, len(raw))):0] = data.draw(st.binary(min_size=1, max_size=6))
+    raw = bytes(raw)
+    want = full_parse_hr(raw)
+    got = ae.hash_ratchet_message(raw)
+    assert (got is None) == (want is None) and (got is None or got == want)
+    if not ae.may_be_encrypted(raw):
+        assert want is None
+    blob = data.draw(st.binary(max_size=300))
+    assert (ae.hash_ratchet_message(blob) is None) == (full_parse_hr(blob) is None)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=200))
 def test_fuzz_group_key_store_file(tmp_path_factory, blob):

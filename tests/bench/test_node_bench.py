@@ -4,7 +4,8 @@ window visible, every window visible (rows first), then every author recovered (
 Reference in the same run: a plain SQLite bulk insert of the same number of rows; and status-go's pacing of
 10 messages per second while its window has focus (a constant: it cannot run here).
 
-Default: 20k messages. ARCHIVIST_SLOW=1: 1M (ARCHIVIST_BENCH_NODE_MESSAGES overrides)."""
+Default (`make test`'s check that the harness runs): 5k messages. ARCHIVIST_SLOW=1: 1M
+(ARCHIVIST_BENCH_NODE_MESSAGES overrides)."""
 import hashlib
 import os
 import sqlite3
@@ -25,7 +26,7 @@ from core.torrent.settings import TorrentSettings
 from tests.bench.table import record
 
 N = int(os.environ.get("ARCHIVIST_BENCH_NODE_MESSAGES",
-                       1_000_000 if os.environ.get("ARCHIVIST_SLOW") == "1" else 20_000))
+                       1_000_000 if os.environ.get("ARCHIVIST_SLOW") == "1" else 5_000))
 WEEK = 7 * 24 * 3600
 START = 1_700_000_000
 

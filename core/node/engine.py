@@ -140,6 +140,8 @@ class Engine:
             log.warning("store query for %s failed: %s", node.cid, e)
             errors.append(("store", str(e) or type(e).__name__))
         delay = self.links.finished(node.cid, end - 1, errors)
+        if self._stop.is_set():
+            return   # a query ended by the stop is not a failure to show; the next start asks again
         if node.job is not None or self.state.pending_link(node.cid) is not None or \
                 self.state.archive_info(node.cid).last_magnetlink_uri:
             return
@@ -184,6 +186,9 @@ class Engine:
 
     def stop(self) -> None:
         self._stop.set()
+        cancel = getattr(self.transport, "cancel_queries", None)
+        if cancel is not None:
+            cancel()   # a store query whose peer does not answer would hold its queue, and this stop, for 30 s a page
         if self._timer is not None:
             self._timer.join(5)
         for u in self._unsubs:

@@ -83,6 +83,13 @@ class WakuTransport:
         m = rm.message
         return ReceivedWakuMessage(m.content_topic, m.payload, m.timestamp or 0, rm.hash)
 
+    def cancel_queries(self) -> None:
+        """End the store queries under way at once and refuse new ones (the engine is stopping); a backend that
+        cannot (nwaku REST: its calls have their own short timeout) lets them run out."""
+        cancel = getattr(self.backend, "cancel_queries", None)
+        if cancel is not None:
+            cancel()
+
     def query(self, content_topics: Sequence[str], start: int, end: int,
               errors: list | None = None) -> Iterable[ReceivedWakuMessage]:
         """Ask each known store peer (then our own store); a peer that fails is skipped, not fatal (and listed in
@@ -98,6 +105,7 @@ class WakuTransport:
                         seen.add(rm.hash)
                         yield self._received(rm)
             except WakuError as e:  # a store node that times out, refuses or goes away: say so, use the others
-                logging.getLogger(__name__).warning("store query to %s failed: %s", peer or "own store", e)
+                level = logging.INFO if getattr(e, "kind", None) == "cancelled" else logging.WARNING   # a stop
+                logging.getLogger(__name__).log(level, "store query to %s failed: %s", peer or "own store", e)
                 if errors is not None:
                     errors.append((peer or "own store", str(e)))

@@ -17,7 +17,8 @@ import trio
 from core.pb import waku_store_v2beta4_pb2 as v2pb
 from core.pb import waku_store_v3_pb2 as v3pb
 from core.waku.backend import MessageCallback, Subscription
-from core.waku.errors import StoreQueryError, WakuError, WakuPeerError, peer_error  # noqa: F401 - re-exported
+from core.waku.errors import (CANCELLED, StoreQueryError, WakuError, WakuPeerError,  # noqa: F401 - re-exported
+                              peer_error)
 from core.waku.message import WakuMessage, decode_message
 from core.waku.node import NodeConfig, WakuNode
 from core.waku.relay import ReceivedMessage
@@ -39,6 +40,8 @@ class EmbeddedWakuBackend:
         self._subs: list[Subscription] = []
         self._subs_lock = threading.Lock()
         self._dispatcher: threading.Thread | None = None
+        self._queries: set[trio.CancelScope] = set()   # store queries (and their dials) under way, in the trio thread
+        self._queries_closed = False
 
     # --- lifecycle ---
     def start(self, timeout: float = 30.0) -> None:
@@ -108,6 +111,33 @@ class EmbeddedWakuBackend:
             if err is e:
                 raise
             raise err from e
+
+    async def _cancellable(self, op: str, peer: str | None, fn, *args):
+        """`fn(*args)` in the trio thread, ended at once by cancel_queries (WakuPeerError, kind CANCELLED)."""
+        if not self._queries_closed:
+            with trio.CancelScope() as scope:
+                self._queries.add(scope)
+                try:
+                    return await fn(*args)
+                finally:
+                    self._queries.discard(scope)
+        raise WakuPeerError(peer, op, CANCELLED, "the node is stopping")
+
+    def cancel_queries(self) -> None:
+        """End every store query under way now, and refuse new ones (each raises WakuPeerError, kind CANCELLED).
+        For the engine's stop: a query whose peer does not answer would otherwise hold its community's queue, and
+        so the stop, for up to call_timeout per page. Relay, lightpush and the node itself go on until stop()."""
+        self._queries_closed = True
+        if self._token is None:
+            return
+
+        def cancel_all() -> None:
+            for scope in list(self._queries):
+                scope.cancel()
+        try:
+            trio.from_thread.run_sync(cancel_all, trio_token=self._token)
+        except trio.RunFinishedError:
+            pass
 
     def _sync(self, fn, *args):
         return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
@@ -216,7 +246,7 @@ class EmbeddedWakuBackend:
         Raises WakuPeerError when the peer cannot be reached, does not serve store, goes away or does not answer
         within call_timeout, and StoreQueryError when it answers with another status than 200."""
         if peer is not None and peer.startswith("/"):
-            peer = self.add_peer(peer)
+            peer = self._peer_call("dial", peer, self._cancellable, "dial", peer, self.node.connect, peer)
         if peer is None:
             if self.config.store is None:
                 return
@@ -241,7 +271,8 @@ class EmbeddedWakuBackend:
                 from core.waku.store_query import handle_store_v3
                 resp = handle_store_v3(self.config.store, req)
             else:
-                resp = self._peer_call("store query", peer, self.node.store_query_v3, peer, req)
+                resp = self._peer_call("store query", peer, self._cancellable, "store query", peer,
+                                       self.node.store_query_v3, peer, req)
             if resp.status_code != 200:
                 raise StoreQueryError(resp.status_code, resp.status_desc, peer)
             for kv in resp.messages:
@@ -267,7 +298,8 @@ class EmbeddedWakuBackend:
                 q.start_time = start
             if end is not None:
                 q.end_time = end
-            resp = self._peer_call("store query", peer, self.node.store_query_v2, peer, rpc).response
+            resp = self._peer_call("store query", peer, self._cancellable, "store query", peer,
+                                   self.node.store_query_v2, peer, rpc).response
             if resp.error != v2pb.HistoryResponse.NONE:
                 raise StoreQueryError(int(resp.error), v2pb.HistoryResponse.Error.Name(resp.error), peer)
             for pm in resp.messages:

@@ -24,6 +24,7 @@ TIMEOUT = "timeout"             # no answer within the call's deadline
 MALFORMED = "malformed"         # the peer answered with bytes we cannot decode
 BAD_ADDRESS = "bad address"     # the multiaddr or peer id we were given does not parse
 FAILED = "failed"               # anything else from the network stack
+CANCELLED = "cancelled"         # ended by our side: the engine is stopping (EmbeddedWakuBackend.cancel_queries)
 
 
 class WakuError(RuntimeError):

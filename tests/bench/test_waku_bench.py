@@ -69,6 +69,15 @@ def _pipe_reference(n: int, size: int = 1024) -> tuple[float, float]:
     return statistics.median(lat), rate
 
 
+def _stop(node, prober) -> None:
+    """Stop the prober (if it started) and the node under load (an `archivist wakunode` child)."""
+    if prober is not None:
+        prober.stop()
+    node.terminate()
+    node.wait(15)
+    node.stdout.close()
+
+
 def test_relay_latency_and_throughput_between_processes():
     proc = subprocess.Popen([sys.executable, "-m", "core.cli", "wakunode", "--no-store", "--print-messages",
                              "--max-message-size", str(1 << 20)], stdout=subprocess.PIPE, text=True)
@@ -219,11 +228,7 @@ def test_load_floods_and_store_latency(tmp_path):
         t1 = time.monotonic()
         conn_lat = prober.between(t0, t1)
     finally:
-        if prober is not None:
-            prober.stop()
-        node.terminate()
-        node.wait(15)
-        node.stdout.close()
+        _stop(node, prober)
 
     # references in the same run: SQLite alone storing the same number of 1 KiB messages (the floor of "stored")
     ref = MessageStore(tmp_path / "ref.db")
@@ -294,11 +299,7 @@ def test_relay_rounds(tmp_path):
             if "state" in ri:
                 print("  publisher state while publishing was slow:\n" + ri["state"], flush=True)
     finally:
-        if prober is not None:
-            prober.stop()
-        node.terminate()
-        node.wait(15)
-        node.stdout.close()
+        _stop(node, prober)
     slow = [r for r in rows if r < statistics.median(rows) / 4]
     print(f"  {len(rows)} rounds: median {statistics.median(rows):,.0f} msg/s, min {min(rows):,.0f}, max "
           f"{max(rows):,.0f}; {len(slow)} slow (below a quarter of the median)")

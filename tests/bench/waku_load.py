@@ -1,7 +1,8 @@
 """Helpers of the Waku load benchmark (tests/bench/test_waku_bench.py): the node under load, the floods, the store
 prober process and the profiler entry point. Run from the repository root:
 `python -m tests.bench.waku_load probe MULTIADDR` (the prober), `python -m tests.bench.waku_load profile
-lightpush|relay N FILE` (one flood against a fresh node whose trio thread runs under cProfile) or `python -m
+lightpush|relay N FILE` (one flood against a fresh node whose trio thread runs under cProfile), `python -m
+tests.bench.waku_load flood lightpush|relay N` (the same flood without the profiler, beside SQLite alone) or `python -m
 tests.bench.waku_load commit-lag N` (how late a store commit becomes visible after its WAL write: commit_lag)."""
 import json
 import os
@@ -365,12 +366,16 @@ def _probe(addr: str) -> None:
         client.stop()
 
 
-def _profile(phase: str, n: int, out: str) -> None:
+def _profile(phase: str, n: int, out: str | None) -> None:
     """One flood against a fresh load node whose trio thread runs under cProfile; prints the rate, the node's CPU
-    per message and its top 25 functions by own time (docs/BENCHMARKS.md, "Where the node's time goes")."""
+    per message and its top 25 functions by own time (docs/BENCHMARKS.md, "Where the node's time goes").
+    out=None: the same flood without the profiler, beside SQLite alone storing as many messages (the reference)."""
     import pstats
     import tempfile
-    os.environ["ARCHIVIST_BENCH_WAKU_PROFILE"] = out
+    if out:
+        os.environ["ARCHIVIST_BENCH_WAKU_PROFILE"] = out
+    else:
+        os.environ.pop("ARCHIVIST_BENCH_WAKU_PROFILE", None)
     db = Path(tempfile.mkdtemp()) / "profile.db"
     node = _load_node(db)
     try:
@@ -388,6 +393,18 @@ def _profile(phase: str, n: int, out: str) -> None:
         node.terminate()
         node.wait(30)
         node.stdout.close()
+    if not out:
+        from core.waku.store_db import MessageStore
+        ref = MessageStore(db.parent / "ref.db")
+        msgs = [(PS, WakuMessage(os.urandom(1024), CT_LOAD, timestamp=time.time_ns())) for _ in range(n)]
+        t = time.perf_counter()
+        for i in range(0, n, 500):
+            ref.add_many(msgs[i:i + 500])
+        ref_rate = n / (time.perf_counter() - t)
+        ref.close()
+        print(f"{phase} x {n}: {rate:,.0f} msg/s, node CPU {cpu * 1e3:.2f} ms per message (reference: SQLite alone "
+              f"stores {ref_rate:,.0f} msg/s in batches of 500), load average {load:.2f} -> {os.getloadavg()[0]:.2f}")
+        return
     print(f"{phase}: {rate:,.0f} msg/s, node CPU {cpu * 1e3:.2f} ms per message (profiled), load average {load:.2f}")
     pstats.Stats(out).sort_stats("tottime").print_stats(25)
 
@@ -453,6 +470,8 @@ if __name__ == "__main__":  # from the repository root: python -m tests.bench.wa
         _probe(sys.argv[2])
     elif sys.argv[1] == "profile":
         _profile(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif sys.argv[1] == "flood":    # ... or: flood lightpush|relay N (no profiler; SQLite alone as the reference)
+        _profile(sys.argv[2], int(sys.argv[3]), None)
     elif sys.argv[1] == "commit-lag":
         commit_lag(int(sys.argv[2]))
     elif sys.argv[1] == "commit-writer":

@@ -28,10 +28,11 @@ from libp2p.network.swarm import Swarm
 from libp2p.pubsub import gossipsub as _gossipsub_module
 from libp2p.pubsub import pubsub as _pubsub_module
 from libp2p.pubsub import rpc_queue as _rpc_queue
+from libp2p.rcmgr.manager import ResourceManager
 from libp2p.stream_muxer.yamux.yamux import Yamux, YamuxStream
 
 from core.waku.libp2p_patches import (connections, fastpath, framing, gossipsub, host, locks, oneframe, pubsub,
-                                      readahead, records, sendq, streams, unread, yamux)
+                                      peerids, readahead, records, sendq, streams, unread, yamux)
 
 T = "tests/unit/waku/"
 NO_ISSUE = "none found in libp2p/py-libp2p"
@@ -148,6 +149,16 @@ PATCHES: tuple[Patch, ...] = (
           "network/swarm.py Swarm.set_resource_manager (_stream_semaphore), SwarmConn._handle_muxed_stream, "
           "Swarm.new_stream", NO_ISSUE, "locks", "host",
           T + "test_libp2p_fix30.py::test_fix32_upstream_stream_semaphore_yields_when_free"),
+    Patch("33", "a new stream's ACK is a frame written alone (a Noise message, a socket send) before its first frame "
+          "(OFF by default, ARCHIVIST_WAKU_HOLD_ACK=1: go-yamux closes a session left 75 s without an ACK)",
+          "stream_muxer/yamux/yamux.py Yamux.handle_incoming (SYN branch)", NO_ISSUE, "yamux", "global",
+          T + "test_libp2p_fix33.py::test_fix33_upstream_sends_the_ack_alone"),
+    Patch("34", "a new stream's SYN is a frame written alone before the opener's first write",
+          "stream_muxer/yamux/yamux.py Yamux.open_stream", NO_ISSUE, "yamux, streams", "global",
+          T + "test_libp2p_fix33.py::test_fix34_upstream_sends_the_syn_alone"),
+    Patch("35", "the resource manager parses the peer ID string of every stream (base58, pure Python)",
+          "rcmgr/manager.py ResourceManager.acquire_stream (from SwarmConn._handle_muxed_stream)", NO_ISSUE,
+          "peerids", "global", T + "test_libp2p_fix33.py::test_fix35_upstream_parses_the_peer_id_per_stream"),
 )
 
 
@@ -177,6 +188,13 @@ GLOBAL: dict[str, tuple[Callable[[], None], Callable[[], bool]]] = {
     "29 one scheduling point per frame sent": (yamux.install_lean_write_frame,   # the same function as 27
                                                lambda: Yamux._write_frame is yamux.lean_write_frame),
 }
+GLOBAL["35 parsed peer IDs"] = (peerids.install_parsed_peer_ids,
+                               lambda: ResourceManager.acquire_stream is peerids.acquire_stream)
+if yamux.HOLD:                                              # benchmarks: ARCHIVIST_WAKU_SEPARATE_SYN_ACK=1 to compare
+    GLOBAL["33 ACK with the first frame"] = (yamux.install_lean_write_frame,     # the same function as 27
+                                             lambda: Yamux._write_frame is yamux.lean_write_frame)
+    GLOBAL["34 SYN with the first write"] = (yamux.install_lean_write_frame,
+                                             lambda: Yamux._write_frame is yamux.lean_write_frame)
 if not os.environ.get("ARCHIVIST_WAKU_NO_READ_AHEAD"):     # benchmarks only: fix 25 off, to compare
     GLOBAL["25 TCP read-ahead"] = (readahead.install_read_ahead, lambda: TrioTCPStream.read is readahead.read_ahead)
 
@@ -195,5 +213,5 @@ def applied() -> dict[str, bool]:
 apply_all()
 
 __all__ = ["PATCHES", "GLOBAL", "Patch", "apply_all", "applied", "connections", "fastpath", "framing",
-           "gossipsub", "host", "locks", "oneframe", "pubsub", "readahead", "records", "sendq", "streams", "unread",
-           "yamux"]
+           "gossipsub", "host", "locks", "oneframe", "peerids", "pubsub", "readahead", "records", "sendq", "streams",
+           "unread", "yamux"]

@@ -14,6 +14,8 @@ raised as is ("closed": the peer took the request and reset the exchange), as wh
 serve the protocol answers "na": that is a StreamFailure caused by a MultiselectClientError, as upstream raises
 (core/waku/errors.py maps it to "unsupported"). A stream reset or closed while negotiating is a StreamFailure
 without it ("unreachable": the connection went away, e.g. the peer stopped), where upstream said "unsupported".
+Fix 34 (yamux.py): when a connection to the peer is already open, the stream's SYN goes out in front of that first
+write, in one Noise message.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from libp2p.protocol_muxer.exceptions import MultiselectClientError
 
 from core.varint import DecodeError, write_varint
 from core.waku.libp2p_patches.framing import read_length_prefixed
+from core.waku.libp2p_patches.yamux import hold_syn
 
 MULTISTREAM = b"/multistream/1.0.0\n"
 NEGOTIATE_TIMEOUT_S = 10.0   # as py-libp2p's default negotiate_timeout
@@ -39,7 +42,12 @@ def _line(text: bytes) -> bytes:
 async def open_stream(host, peer_id, protocol: str, *, timeout_s: float = NEGOTIATE_TIMEOUT_S, first: bytes = b""):
     """A new stream to `peer_id` speaking `protocol`, negotiated in one round trip. `first`: the request, sent in
     the same write (a server that refuses the protocol answers "na" and never reads it as a request)."""
-    stream = await host.get_network().new_stream(peer_id)
+    network = host.get_network()
+    if network.get_connections(peer_id):    # fix 34: the SYN goes with the first write (no dial, no other stream)
+        with hold_syn():
+            stream = await network.new_stream(peer_id)
+    else:
+        stream = await network.new_stream(peer_id)
     proposal = protocol.encode() + b"\n"
     try:
         with trio.fail_after(timeout_s):

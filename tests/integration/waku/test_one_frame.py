@@ -11,6 +11,7 @@ from libp2p.stream_muxer.yamux import yamux as Y
 
 from core.pb import waku_store_v2beta4_pb2 as v2pb
 from core.waku import lightpush, store_protocol
+from core.waku.libp2p_patches import yamux
 from core.waku.libp2p_patches.framing import read_length_prefixed, write_length_prefixed
 from core.waku.message import WakuMessage
 
@@ -83,3 +84,43 @@ def test_a_client_that_waits_for_the_echo_and_an_unanswered_request(make_node):
     answer = client._call(exchange, rpc.SerializeToString())
     assert v2pb.HistoryRPC.FromString(answer).request_id == "r"
     assert client._call(exchange, b"\xff\xff\xff") == "StreamEOF"     # negotiated, then EOF: no reset
+
+
+def _record_writes(side, other) -> list:
+    """Every write of `side`'s secured (Noise) connection to `other`, as the yamux frames it holds:
+    one list of (stream id, type, flags) per write (each write is one Noise message and one socket send)."""
+    writes = []
+
+    def install():
+        [conn] = side.node.host.get_network().connections[ID.from_base58(other.peer_id)]
+        secured = conn.muxed_conn.secured_conn
+        upstream = secured.write
+
+        async def recording(data):
+            frames, at = [], 0
+            while at + Y.HEADER_SIZE <= len(data):
+                _, typ, flags, sid, length = struct.unpack(Y.YAMUX_HEADER_FORMAT, data[at:at + Y.HEADER_SIZE])
+                frames.append((sid, typ, flags))
+                at += Y.HEADER_SIZE + (length if typ == Y.TYPE_DATA else 0)
+            writes.append(frames)
+            await upstream(data)
+        secured.write = recording
+    side._sync(install)
+    return writes
+
+
+def test_fixes_33_34_a_lightpush_is_one_write_each_way(make_node, monkeypatch):
+    """Fix 34: the client's SYN travels with its request (one write); fix 33 (off by default, on here as with
+    ARCHIVIST_WAKU_HOLD_ACK=1): the server's ACK travels with the answer, which carries the echo and the FIN (one
+    write). Each write is still a valid sequence of yamux frames."""
+    monkeypatch.setattr(yamux, "HOLD_ACK", True)
+    server = make_node()
+    client = make_node(store=False, shards=(1,))
+    client.add_peer(server.listen_addrs[0])
+    sent, answered = _record_writes(client, server), _record_writes(server, client)
+    assert client.lightpush(server.peer_id, PS, WakuMessage(b"one", CT, timestamp=time.time_ns())).status_code == 200
+    [sid] = {s for w in sent for s, t, f in w if f & Y.FLAG_SYN}
+    mine = [w for w in sent if any(s == sid for s, _, _ in w)]
+    assert mine[0] == [(sid, Y.TYPE_WINDOW_UPDATE, Y.FLAG_SYN), (sid, Y.TYPE_DATA, 0)]
+    theirs = [w for w in answered if any(s == sid for s, _, _ in w)]
+    assert theirs == [[(sid, Y.TYPE_WINDOW_UPDATE, Y.FLAG_ACK), (sid, Y.TYPE_DATA, Y.FLAG_FIN)]]

@@ -25,7 +25,8 @@ from core.waku.store_db import MessageStore
 from core.waku.store_query import handle_store_v3
 from tests.bench.table import record
 from tests.bench.waku_load import CT_LOAD, IN_FLIGHT, LOAD_PEERS, N_LOAD, _connection_flood, _cpu_s, \
-    _lightpush_flood, _load_node, _pct, _Prober, _relay_flood, _wait_stored, print_looptrace, SETTLE_S
+    _lightpush_flood, _load_node, _pct, _Prober, _relay_flood, _wait_stored, print_looptrace, SETTLE_S, \
+    sqlite_reference_rate
 
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
 PS = "/waku/2/rs/16/32"
@@ -231,13 +232,7 @@ def test_load_floods_and_store_latency(tmp_path):
         _stop(node, prober)
 
     # references in the same run: SQLite alone storing the same number of 1 KiB messages (the floor of "stored")
-    ref = MessageStore(tmp_path / "ref.db")
-    msgs = [(PS, WakuMessage(os.urandom(1024), CT_LOAD, timestamp=time.time_ns())) for _ in range(N_LOAD)]
-    t = time.perf_counter()
-    for i in range(0, N_LOAD, 500):
-        ref.add_many(msgs[i:i + 500])
-    ref_rate = N_LOAD / (time.perf_counter() - t)
-    ref.close()
+    ref_rate = sqlite_reference_rate(tmp_path / "ref.db", N_LOAD)
     ms = 1e3
     print(f"\nload, {N_LOAD} x 1 KiB per flood, node in its own process, store prober in a third:")
     print(f"  lightpush v3 from {LOAD_PEERS} peers ({IN_FLIGHT} in flight each): {lp_rate:,.0f} msg/s accepted and "

@@ -78,6 +78,21 @@ class _Prober:
         self.proc.stdout.close()
 
 
+def sqlite_reference_rate(path, n: int) -> float:
+    """The floor of "accepted and stored": SQLite alone (the node's MessageStore) storing n 1 KiB messages in batches
+    of 500, in messages per second."""
+    from core.waku.store_db import MessageStore
+    ref = MessageStore(path)
+    try:
+        msgs = [(PS, WakuMessage(os.urandom(1024), CT_LOAD, timestamp=time.time_ns())) for _ in range(n)]
+        t = time.perf_counter()
+        for i in range(0, n, 500):
+            ref.add_many(msgs[i:i + 500])
+        return n / (time.perf_counter() - t)
+    finally:
+        ref.close()
+
+
 def _cpu_s(pid: int) -> float:
     """CPU seconds (user + system) used so far by process `pid` (Linux /proc): what each flood costs the node."""
     with open(f"/proc/{pid}/stat") as f:
@@ -394,14 +409,7 @@ def _profile(phase: str, n: int, out: str | None) -> None:
         node.wait(30)
         node.stdout.close()
     if not out:
-        from core.waku.store_db import MessageStore
-        ref = MessageStore(db.parent / "ref.db")
-        msgs = [(PS, WakuMessage(os.urandom(1024), CT_LOAD, timestamp=time.time_ns())) for _ in range(n)]
-        t = time.perf_counter()
-        for i in range(0, n, 500):
-            ref.add_many(msgs[i:i + 500])
-        ref_rate = n / (time.perf_counter() - t)
-        ref.close()
+        ref_rate = sqlite_reference_rate(db.parent / "ref.db", n)
         print(f"{phase} x {n}: {rate:,.0f} msg/s, node CPU {cpu * 1e3:.2f} ms per message (reference: SQLite alone "
               f"stores {ref_rate:,.0f} msg/s in batches of 500), load average {load:.2f} -> {os.getloadavg()[0]:.2f}")
         return

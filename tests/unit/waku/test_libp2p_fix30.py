@@ -6,6 +6,7 @@ import struct
 import pytest
 import trio
 import trio.testing
+from libp2p.network.stream.exceptions import StreamClosed
 from libp2p.network.stream.net_stream import NetStream, StreamState
 from libp2p.protocol_muxer.multiselect import Multiselect
 from libp2p.protocol_muxer.multiselect_communicator import MultiselectCommunicator
@@ -184,7 +185,7 @@ def test_fix31_what_does_not_fit_one_frame_is_written_and_closed_as_upstream():
         conn = _Conn()
         ns = await _open_stream(conn)
         await ns.close()
-        with pytest.raises(Exception):
+        with pytest.raises(StreamClosed, match="closed for writing"):
             await oneframe.write_and_close(ns, b"late")
         assert kinds(conn) == [(Y.TYPE_WINDOW_UPDATE, Y.FLAG_FIN)]
     trio.run(main)

@@ -1,4 +1,6 @@
 """Store v3 and v2-beta4 paging as pure functions over a real SQLite store; retention with a fake clock."""
+import sqlite3
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -198,7 +200,7 @@ def test_insert_rows_in_multi_row_statements_counts_new_rows_only(tmp_path, n):
     bad = s.rows([("/waku/2/rs/16/32", WakuMessage(b"x%d" % i, "/a/1/b/proto", timestamp=5_000 + i))
                   for i in range(store_db.INSERT_ROWS + 5)])
     bad[-1] = bad[-1][:6]                                   # a column short: the second statement fails
-    with pytest.raises(Exception):
+    with pytest.raises(sqlite3.ProgrammingError, match="Incorrect number of bindings"):
         s.insert_rows(bad)
     assert s.count() == n
     s.close()

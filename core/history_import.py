@@ -37,7 +37,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from core.archive import codec
 from core.archive.codec import ArchiveMessage, IndexEntry
 from core.archive.errors import ArchiveError
-from core.status.unwrap import Unwrapped, Unwrapper, chat_view, preview_opened, status_unwrap
+from core.status.unwrap import Unwrapped, Unwrapper, preview_opened, status_unwrap
 
 ArchiveOpener = Callable[[bytes], bytes]        # encrypted communities: ciphertext -> plain archive bytes
 
@@ -218,16 +218,11 @@ def preview_archives(community_id: str, archives: Sequence[tuple[str, bytes, int
                      ) -> tuple[list[tuple], list[bytes]]:
     """read_window_preview's rows and pending hashes of plain archives (archive ID, bytes, window start, end):
     decode_archive + preview_unwrap + row_of, straight from the parsed protobuf (no object per message but the
-    row). Raises ArchiveError as archive_from_blob does.
-
-    Per message: one attrgetter call for the five fields, one parse of the payload down to its chat message
-    (core.status.unwrap.preview_opened's usual case, written out here: ~0.3 us a message less than the call) and
-    the row; anything else (not a chat message, an inner message missing or that does not parse) goes through
-    preview_opened itself."""
+    row). Raises ArchiveError as archive_from_blob does. Per message: one attrgetter call for the five fields and
+    one parse of the payload down to its chat message (core.status.unwrap.preview_opened)."""
     rows: list[tuple] = []
     pending: list[bytes] = []
     add, wait, fields = rows.append, pending.append, _MESSAGE_FIELDS
-    parse_view, chat_type = chat_view()
     for aid, raw, start, end in archives:
         arch = codec.parse_archive_pb(raw, archive_id=aid)
         _check_window(aid, start, end, getattr(arch.metadata, "from"), arch.metadata.to)
@@ -235,17 +230,6 @@ def preview_archives(community_id: str, archives: Sequence[tuple[str, bytes, int
             payload, h, sig, timestamp, topic = fields(m)
             if not h:                   # as row_of: keyed by the Keccak-256 of its encoding
                 h = codec.keccak256(ArchiveMessage.from_pb(m).to_pb().SerializeToString(deterministic=True))
-            try:                        # preview_opened's first case: the last public message is a chat message
-                app = parse_view(payload).public_message[-1]
-                chat = app.payload[-1] if app.type == chat_type else None
-            except Exception:  # noqa: BLE001 - outside data: preview_opened says what it is
-                chat = None
-            if chat is not None:
-                add((community_id, h, timestamp, topic, sig or None, chat.chat_id, chat.clock, None, chat_type,
-                     chat.text, payload, aid))
-                if app.signature:
-                    wait(h)
-                continue
             opened, signed = preview_opened(payload, sig)
             add((community_id, h, timestamp, topic, *opened, payload, aid))
             if signed:

@@ -80,13 +80,6 @@ def _preview_parsers() -> tuple:
     return _PREVIEW_PARSERS
 
 
-def chat_view() -> tuple:
-    """(parse, CHAT_MESSAGE): parse(payload) is the payload read in one parse as ProtocolChatView
-    (proto/archivist_status_view.proto); preview_opened says how its fields answer, and when they do not."""
-    parsers = _PREVIEW_PARSERS or _preview_parsers()
-    return parsers[4], parsers[3]
-
-
 def preview_opened(payload: bytes, sig: bytes | None) -> tuple[tuple, bool]:
     """preview_unwrap(payload) as the row's opened columns (sender, chat_id, clock, message_id, message_type, text;
     core.history_import.opened_columns with the envelope signer `sig`) and the `signed` flag, in a third of its

@@ -23,6 +23,7 @@ test: setup
 	$(BIN)/python proto/generate.py --check
 	rm -rf $(COVDIR) && mkdir $(COVDIR)
 	ARCHIVIST_COVERAGE_HOOK=$(CURDIR)/scripts/coverage_hook.py ARCHIVIST_COVERAGE_DIR=$(CURDIR)/$(COVDIR) \
+	  ARCHIVIST_COVERAGE_CACHE=$(CURDIR)/.coverage-cache \
 	  $(BIN)/python -m pytest tests -n 2 --dist loadgroup -p no:slipcover --durations=15; status=$$?; \
 	  $(BIN)/python scripts/coverage_report.py $(COVDIR); exit $$status
 

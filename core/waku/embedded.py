@@ -24,6 +24,7 @@ from core.waku.node import NodeConfig, WakuNode
 from core.waku.relay import ReceivedMessage
 
 log = logging.getLogger(__name__)
+STOP_GRACE_S = 3.0   # s: a graceful stop (connections closed, bounded at 2 s by fix 17) before everything is cancelled
 
 
 class EmbeddedWakuBackend:
@@ -77,7 +78,7 @@ class EmbeddedWakuBackend:
             return
         if self._token is not None and self._thread.is_alive():
             try:
-                trio.from_thread.run_sync(self._cancel.cancel, trio_token=self._token)
+                trio.from_thread.run_sync(self._begin_stop, trio_token=self._token)
             except trio.RunFinishedError:
                 pass
         self._thread.join(timeout)
@@ -85,6 +86,14 @@ class EmbeddedWakuBackend:
         if self._dispatcher is not None:
             self._dispatcher.join(timeout)
         self._thread = None
+
+    def _begin_stop(self) -> None:
+        """The node closes its connections while it still runs (WakuNode.run), then ends; everything is cancelled
+        after STOP_GRACE_S if that has not happened by then (or at once if the node is not serving yet)."""
+        if self.node is not None and self.node.request_stop():
+            self._cancel.deadline = min(self._cancel.deadline, trio.current_time() + STOP_GRACE_S)
+        else:
+            self._cancel.cancel()
 
     def __enter__(self):
         self.start()

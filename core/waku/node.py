@@ -132,6 +132,8 @@ class WakuNode:
             self.store.defer_checkpoints()
         self.metadata_rejected: set[str] = set()
         self._nursery: trio.Nursery | None = None
+        self._stop_requested: trio.Event | None = None   # run() is serving; set: stop gracefully
+        self.closed_in_time: bool | None = None   # the stop closed every connection within fix 17's bound
         addrs = [multiaddr.Multiaddr(f"/ip4/{config.host}/tcp/{config.tcp_port}")]
         if config.ws_port is not None:
             addrs.append(multiaddr.Multiaddr(f"/ip4/{config.host}/tcp/{config.ws_port}/ws"))
@@ -188,6 +190,10 @@ class WakuNode:
 
     # --- lifecycle ---
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until request_stop() (a graceful stop: the connections are closed first, while every task
+        still runs) or until cancelled (the connections are closed after, shielded and bounded: a WebSocket
+        peer's close answer can no longer be read then, so that close waits out its bound)."""
+        self._stop_requested = trio.Event()
         try:
             async with self.host.run(self._listen), background_trio_service(self.pubsub), \
                     background_trio_service(self.router):
@@ -204,11 +210,21 @@ class WakuNode:
                         n.start_soon(self.peers.run)
                         n.start_soon(self._send_watchdog)
                         task_status.started()
-                        await trio.sleep_forever()
+                        await self._stop_requested.wait()
+                        self.closed_in_time = await close_connections(self.host.get_network())
+                        n.cancel_scope.cancel()
                 finally:
-                    await close_connections(self.host.get_network())   # fix 17: peers see us go
+                    in_time = await close_connections(self.host.get_network())   # fix 17: peers see us go
+                    self.closed_in_time = in_time if self.closed_in_time is None else self.closed_in_time
         finally:
             self.peers.close()   # once the host and every task that may use the peer store have ended
+
+    def request_stop(self) -> bool:
+        """Ask run() to close its connections and return (in the trio thread); False if it is not running."""
+        if self._stop_requested is None:
+            return False
+        self._stop_requested.set()
+        return True
 
     @property
     def peer_id(self) -> str:

@@ -56,12 +56,14 @@ async def close_quietly(closer) -> None:
 
 
 
-async def close_connections(swarm, timeout_s: float = 2.0, peer_id=None) -> None:
+async def close_connections(swarm, timeout_s: float = 2.0, peer_id=None) -> bool:
     """fix 17: close every connection's socket (or only `peer_id`'s: a stuck relay peer, sendq.py),
-    shielded (the node is usually being cancelled) and bounded, so that its peers see it go. The socket, not the
+    shielded (the node may be being cancelled) and bounded, so that its peers see it go. The socket, not the
     muxer: a graceful yamux close waits for the connection's write lock, which a writer stuck on a peer that
-    reads nothing holds forever."""
-    with trio.CancelScope(shield=True), trio.move_on_after(timeout_s):
+    reads nothing holds forever. False when the bound cut it short (a WebSocket's close waits for the peer's
+    answer, which only its reader task, in the swarm's nursery, can receive: WakuNode.run closes before it
+    cancels anything)."""
+    with trio.CancelScope(shield=True), trio.move_on_after(timeout_s) as bound:
         for pid, conns in list(swarm.connections.items()):
             if peer_id is not None and pid != peer_id:
                 continue
@@ -70,4 +72,5 @@ async def close_connections(swarm, timeout_s: float = 2.0, peer_id=None) -> None
                     await conn.muxed_conn.secured_conn.close()
                 except Exception as e:  # noqa: BLE001 - already closed or broken: nothing left to release
                     log.debug("closing a connection at stop: %s", e)
+    return not bound.cancel_called   # (not cancelled_caught: a WebSocket close turns the Cancelled into its own error)
 

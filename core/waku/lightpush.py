@@ -127,8 +127,8 @@ async def push_v3(host, peer_id, pubsub_topic: str | None, msg: WakuMessage) -> 
     if pubsub_topic:
         req.pubsub_topic = pubsub_topic
     data = req.SerializeToString()
-    stream = await open_stream(host, peer_id, LIGHTPUSH_V3_PROTOCOL,   # fix 19: one round trip, one write
-                               first=write_varint(len(data)) + data)
+    stream = await open_stream(host, peer_id, LIGHTPUSH_V3_PROTOCOL,   # fix 19: one round trip, one write,
+                               first=write_varint(len(data)) + data, close_write=True)   # with our FIN
     try:
         raw = await read_length_prefixed(stream, 64 * 1024)
     finally:

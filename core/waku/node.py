@@ -31,6 +31,7 @@ from core.waku.libp2p_patches.connections import conn_remote_ip, connection_conf
 from core.waku.libp2p_patches.gossipsub import WakuGossipSub
 from core.waku.libp2p_patches.host import check_listening, close_connections, disable_auto_connector
 from core.waku.libp2p_patches.pubsub import WakuPubsub, relay_rpc_limit
+from core.waku.libp2p_patches.peerids import parsed as parsed_peer_id
 from core.waku.edge_streams import DEFAULT_READ_TIMEOUT_S
 from core.waku.libp2p_patches.fastpath import install_fast_negotiation
 from core.waku.libp2p_patches.locks import UncontendedLock, install_uncontended_stream_semaphore
@@ -243,11 +244,15 @@ class WakuNode:
     def relay_peers(self, pubsub_topic: str) -> int:
         return len(self.pubsub.peer_topics.get(pubsub_topic, ()))
 
-    async def publish(self, pubsub_topic: str, msg: WakuMessage, *, wait: bool = True) -> bytes:
+    async def publish(self, pubsub_topic: str, msg: WakuMessage, *, wait: bool = True,
+                      data: bytes | None = None, want_hash: bool = True) -> bytes:
         """Our edge (local publish and lightpush): also insists on a well-formed content topic. Relayed
         messages are not held to that, as nwaku does not check it either. `wait`: back-pressure from relay
-        peers that are still reading (libp2p_patches/sendq.py); lightpush passes False."""
-        data = encode_message(msg)
+        peers that are still reading (libp2p_patches/sendq.py); lightpush passes False. `data`: msg already
+        encoded (lightpush: encoded once per request; the relay validator is vouched for it, not decoding it
+        again). Returns the message hash (b"" with want_hash=False: lightpush does not use it)."""
+        if data is None:
+            data = encode_message(msg)
         validate_message(msg, max_size=self.config.max_message_size, encoded_size=len(data),
                          now_ns=self.config.clock(), max_future_ns=int(self.config.max_future_s * NS))
         try:
@@ -256,8 +261,9 @@ class WakuNode:
             raise InvalidMessage(str(e)) from e
         if pubsub_topic not in self.pubsub.topic_ids:
             await self.subscribe_topic(pubsub_topic)
+        self.validator.vouch(data, msg)
         await self.pubsub.publish_unsigned(pubsub_topic, data, wait=wait)
-        return msg.hash(pubsub_topic)
+        return msg.hash(pubsub_topic) if want_hash else b""
 
     async def _send_watchdog(self) -> None:
         """Disconnect relay peers whose send queue is stuck (libp2p_patches.sendq.QueueWatch.stuck_reason): a peer that
@@ -462,11 +468,13 @@ class WakuNode:
             text = f"message is {len(data)} bytes (max {self.config.max_message_size})"
             log.info("lightpush: refused a message: %s", text)
             raise lightpush.PayloadTooLarge(text)
-        await self.publish(pubsub_topic, msg, wait=False)   # a remote peer's work never waits for another's pace
+        # wait=False: a remote peer's work never waits for another's pace
+        await self.publish(pubsub_topic, msg, wait=False, data=data, want_hash=False)
         return self.relay_peers(pubsub_topic)
 
     async def lightpush(self, peer_id: str, pubsub_topic: str | None, msg: WakuMessage):
-        return await lightpush.push_v3(self.host, ID.from_base58(peer_id), pubsub_topic, msg)
+        # the peer ID parsed once (fix 35's cache): a fresh ID per request also cost a base58 encode in new_stream
+        return await lightpush.push_v3(self.host, parsed_peer_id(peer_id), pubsub_topic, msg)
 
     # --- store clients ---
     async def store_query_v3(self, peer_id: str, req):

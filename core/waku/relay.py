@@ -35,6 +35,13 @@ class RelayValidator:
         self.clock = clock  # Unix ns
         self.rejected: collections.Counter[str] = collections.Counter()
         self._last: tuple[bytes, WakuMessage] | None = None   # the last message accepted, for decoded()
+        self._vouched: tuple[bytes, WakuMessage] | None = None   # our own edge's message, checked there (vouch)
+
+    def vouch(self, data: bytes, m: WakuMessage) -> None:
+        """`data`, the encoding of `m`, was just checked by our own edge (WakuNode.publish: local publish and
+        lightpush, with this validator's limits and clock, and more): the next check() of the same bytes accepts
+        it without decoding and validating it again (pubsub validates every message it is handed, ours too)."""
+        self._vouched = (data, m)
 
     def check(self, data: bytes, source: object = None) -> WakuMessage | None:
         """The decoded message if it may be relayed, else None (and the reason is counted). An oversize message
@@ -45,6 +52,10 @@ class RelayValidator:
             log.info("relay: refused a message from %s: message is %d bytes (max %d)", source or "?", len(data),
                      self.max_message_size)
             return None
+        vouched, self._vouched = self._vouched, None
+        if vouched is not None and vouched[0] == data:
+            self._last = vouched
+            return vouched[1]
         try:
             m = decode_message(data)
             validate_message(m, max_size=self.max_message_size, encoded_size=len(data), now_ns=self.clock(),

@@ -32,7 +32,7 @@ from libp2p.rcmgr.manager import ResourceManager
 from libp2p.stream_muxer.yamux.yamux import Yamux, YamuxStream
 
 from core.waku.libp2p_patches import (connections, fastpath, framing, gossipsub, host, locks, oneframe, pubsub,
-                                      peerids, readahead, records, sendq, streams, unread, yamux)
+                                      peerids, quietlog, readahead, records, sendq, streams, unread, yamux)
 
 T = "tests/unit/waku/"
 NO_ISSUE = "none found in libp2p/py-libp2p"
@@ -150,7 +150,7 @@ PATCHES: tuple[Patch, ...] = (
           "Swarm.new_stream", NO_ISSUE, "locks", "host",
           T + "test_libp2p_fix30.py::test_fix32_upstream_stream_semaphore_yields_when_free"),
     Patch("33", "a new stream's ACK is a frame written alone (a Noise message, a socket send) before its first frame "
-          "(OFF by default, ARCHIVIST_WAKU_HOLD_ACK=1: go-yamux closes a session left 75 s without an ACK)",
+          "(held until that frame or ACK_DEADLINE_S, 20 ms: go-yamux closes a session left 75 s without an ACK)",
           "stream_muxer/yamux/yamux.py Yamux.handle_incoming (SYN branch)", NO_ISSUE, "yamux", "global",
           T + "test_libp2p_fix33.py::test_fix33_upstream_sends_the_ack_alone"),
     Patch("34", "a new stream's SYN is a frame written alone before the opener's first write",
@@ -159,6 +159,14 @@ PATCHES: tuple[Patch, ...] = (
     Patch("35", "the resource manager parses the peer ID string of every stream (base58, pure Python)",
           "rcmgr/manager.py ResourceManager.acquire_stream (from SwarmConn._handle_muxed_stream)", NO_ISSUE,
           "peerids", "global", T + "test_libp2p_fix33.py::test_fix35_upstream_parses_the_peer_id_per_stream"),
+    Patch("36", "the receive side's debug lines (f-strings) are built whether or not debug logging is on",
+          "stream_muxer/yamux/yamux.py Yamux.handle_incoming, read_stream, accept_stream, _finalize_stream_locked; "
+          "security/noise/io.py BaseNoiseMsgReadWriter.read_msg; network/stream/net_stream.py NetStream.set_state",
+          NO_ISSUE, "quietlog", "global",
+          T + "test_libp2p_fix36.py::test_fix36_upstream_formats_the_receive_side_debug_lines_with_debug_off"),
+    Patch("37", "every DATA frame's body is read inside a trio.fail_after, even when it is already decrypted in "
+          "the Noise session's buffer", "stream_muxer/yamux/yamux.py Yamux._read_data_body", NO_ISSUE, "yamux",
+          "global", T + "test_libp2p_fix36.py::test_fix37_upstream_enters_a_timeout_scope_for_a_buffered_body"),
 )
 
 
@@ -190,6 +198,9 @@ GLOBAL: dict[str, tuple[Callable[[], None], Callable[[], bool]]] = {
 }
 GLOBAL["35 parsed peer IDs"] = (peerids.install_parsed_peer_ids,
                                lambda: ResourceManager.acquire_stream is peerids.acquire_stream)
+GLOBAL["36 receive-side debug lines built only with debug on"] = (quietlog.install_lean_debug, quietlog.installed)
+GLOBAL["37 buffered DATA bodies without a timeout scope"] = (yamux.install_buffered_bodies,
+                                                             lambda: Yamux._read_data_body is yamux.read_data_body)
 if yamux.HOLD:                                              # benchmarks: ARCHIVIST_WAKU_SEPARATE_SYN_ACK=1 to compare
     GLOBAL["33 ACK with the first frame"] = (yamux.install_lean_write_frame,     # the same function as 27
                                              lambda: Yamux._write_frame is yamux.lean_write_frame)
@@ -213,5 +224,5 @@ def applied() -> dict[str, bool]:
 apply_all()
 
 __all__ = ["PATCHES", "GLOBAL", "Patch", "apply_all", "applied", "connections", "fastpath", "framing",
-           "gossipsub", "host", "locks", "oneframe", "peerids", "pubsub", "readahead", "records", "sendq", "streams",
-           "unread", "yamux"]
+           "gossipsub", "host", "locks", "oneframe", "peerids", "pubsub", "quietlog", "readahead", "records", "sendq",
+           "streams", "unread", "yamux"]

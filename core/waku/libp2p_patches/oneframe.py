@@ -16,6 +16,11 @@ echo, the answer, and the FIN.
     `write_and_close` sends the answer in a DATA frame that carries FIN (yamux allows FIN on any frame; py-libp2p,
     go-yamux and js-yamux all read it) and then does NetStream.close's bookkeeping. Anything that does not fit one
     frame (the send window or yamux's 64 KiB frame limit; mplex) is written and closed as upstream.
+    Ours too, on the client side (not a py-libp2p fix): `write_and_close_write` sends a request in a DATA frame that
+    carries FIN and keeps the stream readable for the answer (a half-close, as js-waku's lightpush client does
+    when its request ends): `streams.open_stream(close_write=True)`, used by our lightpush client, so the node
+    reads the request and the client's FIN in one frame, and the client's close after the answer is no frame at
+    all (it was a frame, a Noise message and a socket send per request on each side).
 """
 from __future__ import annotations
 
@@ -66,6 +71,30 @@ def _fin_frame(ms: YamuxStream, data: bytes) -> bytes | None:
         return None
     ms.send_window -= len(data)
     return struct.pack(YAMUX_HEADER_FORMAT, 0, TYPE_DATA, FLAG_FIN, ms.stream_id, len(data)) + data
+
+
+async def write_and_close_write(stream, data: bytes) -> bool:
+    """stream.write(data) and the FIN of our side in one frame (NetStream over yamux, state OPEN, when it fits):
+    True. False (nothing written) otherwise: the caller writes as usual."""
+    ms = getattr(stream, "muxed_stream", None)
+    if not isinstance(ms, YamuxStream) or getattr(stream, "_state", None) is not StreamState.OPEN:
+        return False
+    async with ms.close_lock:
+        async with ms.rw_lock.write_lock():
+            async with ms.window_lock:
+                frame = _fin_frame(ms, data)
+        if frame is None:
+            return False
+        try:
+            await ms.conn._write_frame(frame)
+        finally:
+            ms.send_closed = True       # as YamuxStream.close: even when the write failed
+        ms.closed = ms.recv_closed
+        await ms.conn._finalize_stream(ms, fully_closed=ms.closed)
+    async with stream._state_lock:      # as NetStream.close_write: reads go on until the peer's FIN
+        if stream._state is StreamState.OPEN:
+            stream._state = StreamState.CLOSE_WRITE
+    return True
 
 
 async def write_and_close(stream, data: bytes) -> None:

@@ -28,6 +28,7 @@ from libp2p.protocol_muxer.exceptions import MultiselectClientError
 
 from core.varint import DecodeError, write_varint
 from core.waku.libp2p_patches.framing import read_length_prefixed
+from core.waku.libp2p_patches.oneframe import write_and_close_write
 from core.waku.libp2p_patches.yamux import hold_syn
 
 MULTISTREAM = b"/multistream/1.0.0\n"
@@ -39,9 +40,12 @@ def _line(text: bytes) -> bytes:
     return write_varint(len(text)) + text
 
 
-async def open_stream(host, peer_id, protocol: str, *, timeout_s: float = NEGOTIATE_TIMEOUT_S, first: bytes = b""):
+async def open_stream(host, peer_id, protocol: str, *, timeout_s: float = NEGOTIATE_TIMEOUT_S, first: bytes = b"",
+                      close_write: bool = False):
     """A new stream to `peer_id` speaking `protocol`, negotiated in one round trip. `first`: the request, sent in
-    the same write (a server that refuses the protocol answers "na" and never reads it as a request)."""
+    the same write (a server that refuses the protocol answers "na" and never reads it as a request).
+    `close_write`: `first` is the whole request, and the same frame carries our FIN when it fits one frame
+    (oneframe.write_and_close_write); the stream stays readable for the answer."""
     network = host.get_network()
     if network.get_connections(peer_id):    # fix 34: the SYN goes with the first write (no dial, no other stream)
         with hold_syn():
@@ -52,7 +56,9 @@ async def open_stream(host, peer_id, protocol: str, *, timeout_s: float = NEGOTI
     try:
         with trio.fail_after(timeout_s):
             try:
-                await stream.write(_line(MULTISTREAM) + _line(proposal) + first)
+                opening = _line(MULTISTREAM) + _line(proposal) + first
+                if not (close_write and await write_and_close_write(stream, opening)):
+                    await stream.write(opening)
                 for want in (MULTISTREAM, proposal):
                     got = await read_length_prefixed(stream, _MAX_LINE)
                     if got != want:

@@ -110,10 +110,12 @@ def _record_writes(side, other) -> list:
 
 
 def test_fixes_33_34_a_lightpush_is_one_write_each_way(make_node, monkeypatch):
-    """Fix 34: the client's SYN travels with its request (one write); fix 33 (off by default, on here as with
-    ARCHIVIST_WAKU_HOLD_ACK=1): the server's ACK travels with the answer, which carries the echo and the FIN (one
-    write). Each write is still a valid sequence of yamux frames."""
-    monkeypatch.setattr(yamux, "HOLD_ACK", True)
+    """Fix 34: the client's SYN travels with its request, whose frame carries the client's FIN (one write, and no
+    other: oneframe.write_and_close_write); fix 33: the server's ACK travels with the answer, which carries the echo
+    and the FIN (one write). Each write is still a valid sequence of yamux frames.
+    The ACK deadline is set beyond any answer here (a loaded machine must not send the ACK alone first): the
+    deadline itself is tested in test_ack_deadline.py and tests/unit/waku/test_libp2p_fix33.py."""
+    monkeypatch.setattr(yamux, "ACK_HOLD_S", 60.0)
     server = make_node()
     client = make_node(store=False, shards=(1,))
     client.add_peer(server.listen_addrs[0])
@@ -121,6 +123,26 @@ def test_fixes_33_34_a_lightpush_is_one_write_each_way(make_node, monkeypatch):
     assert client.lightpush(server.peer_id, PS, WakuMessage(b"one", CT, timestamp=time.time_ns())).status_code == 200
     [sid] = {s for w in sent for s, t, f in w if f & Y.FLAG_SYN}
     mine = [w for w in sent if any(s == sid for s, _, _ in w)]
-    assert mine[0] == [(sid, Y.TYPE_WINDOW_UPDATE, Y.FLAG_SYN), (sid, Y.TYPE_DATA, 0)]
+    assert mine == [[(sid, Y.TYPE_WINDOW_UPDATE, Y.FLAG_SYN), (sid, Y.TYPE_DATA, Y.FLAG_FIN)]]
     theirs = [w for w in answered if any(s == sid for s, _, _ in w)]
     assert theirs == [[(sid, Y.TYPE_WINDOW_UPDATE, Y.FLAG_ACK), (sid, Y.TYPE_DATA, Y.FLAG_FIN)]]
+
+
+def test_a_lightpush_client_half_closes_with_its_request_and_keeps_no_stream(make_node):
+    """Our lightpush client sends its FIN with the request (streams.open_stream(close_write=True)) and still reads
+    the answer; its close after the answer writes nothing and the stream is gone from its yamux connection."""
+    server = make_node()
+    client = make_node(store=False, shards=(1,))
+    client.add_peer(server.listen_addrs[0])
+    sent = _record_writes(client, server)
+    for i in range(3):
+        r = client.lightpush(server.peer_id, PS, WakuMessage(b"m%d" % i, CT, timestamp=time.time_ns()))
+        assert r.status_code == 200 and r.relay_peer_count == 0
+    mine = [w for w in sent if any(f & (Y.FLAG_SYN | Y.FLAG_FIN) for _, _, f in w)]
+    assert len(mine) == 3 and all(w[-1][1:] == (Y.TYPE_DATA, Y.FLAG_FIN) for w in mine)
+
+    def open_streams():
+        [conn] = client.node.host.get_network().connections[ID.from_base58(server.peer_id)]
+        return {sid for w in mine for sid, _, _ in w} & set(conn.muxed_conn.streams)
+    assert client._sync(open_streams) == set()
+    assert len(list(server.query_store(None, [CT], pubsub_topic=PS))) == 3

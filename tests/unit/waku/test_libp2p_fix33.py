@@ -1,8 +1,10 @@
 """Fix 35 (peerids.py, at the end): the resource manager parses a peer ID once per peer, not per stream.
 Fixes 33 and 34 (core/waku/libp2p_patches/yamux.py): a new stream's ACK (33) and, for an opener that writes at
 once, its SYN (34) go out in front of the stream's first frame, in the same write (one Noise message), instead of
-alone. Real py-libp2p Yamux over an in-memory trio stream pair; the test plays the other side with raw frames and
-records every write of the secured connection (each would be one Noise message and one socket send)."""
+alone; an ACK waits for that frame ACK_DEADLINE_S at most, then goes alone. Real py-libp2p Yamux over an in-memory
+trio stream pair; the test plays the other side with raw frames and records every write of the secured connection
+(each would be one Noise message and one socket send). The deadline tests run on trio's MockClock (virtual time:
+it moves only when every task waits), so they are exact and never depend on the machine's load."""
 import struct
 
 import trio
@@ -23,19 +25,21 @@ def frame(typ: int, flags: int, sid: int, body: bytes = b"", length: int | None 
 
 
 class _Recorded(TrioTCPStream):
-    """The secured connection in the clear; every write recorded."""
+    """The secured connection in the clear; every write recorded (and, in `times`, its trio clock time)."""
 
     def __init__(self, stream, writes: list, initiator: bool):
         super().__init__(stream)
-        self.writes, self.is_initiator = writes, initiator
+        self.writes, self.is_initiator, self.times = writes, initiator, []
 
     async def write(self, data: bytes) -> None:
         self.writes.append(bytes(data))
+        self.times.append(trio.current_time())
         await super().write(data)
 
 
 async def _session(script, initiator: bool):
-    """Our Yamux over a memory stream pair; `script(yamux, peer_side, writes)` runs the exchange."""
+    """Our Yamux over a memory stream pair; `script(yamux, peer_side, writes)` runs the exchange (a quick one:
+    tests whose stream writes at once run with an ACK deadline far beyond them, `_patient`)."""
     ours, theirs = trio.testing.memory_stream_pair()
     writes: list = []
     mux = Y.Yamux(_Recorded(ours, writes, initiator), PEER, is_initiator=initiator)
@@ -75,8 +79,13 @@ def test_fix33_upstream_sends_the_ack_alone(monkeypatch):
     assert writes[0] == _ack() and writes[1].startswith(frame(Y.TYPE_DATA, 0, 1, b"answer"))
 
 
+def _patient(monkeypatch) -> None:
+    """An ACK deadline no exchange of these tests reaches, whatever the machine's load."""
+    monkeypatch.setattr(yamux, "ACK_HOLD_S", 60.0)
+
+
 def test_fix33_the_ack_travels_with_the_first_frame(monkeypatch):
-    monkeypatch.setattr(yamux, "HOLD_ACK", True)       # ARCHIVIST_WAKU_HOLD_ACK=1: off by default (below)
+    _patient(monkeypatch)
 
     async def script(mux, theirs, writes):
         stream = await _accepted(mux, theirs)
@@ -87,7 +96,7 @@ def test_fix33_the_ack_travels_with_the_first_frame(monkeypatch):
 
 
 def test_fix33_a_reset_or_close_carries_the_held_ack_and_each_stream_keeps_its_own(monkeypatch):
-    monkeypatch.setattr(yamux, "HOLD_ACK", True)
+    _patient(monkeypatch)
 
     async def script(mux, theirs, writes):
         one = await _accepted(mux, theirs, 1)
@@ -101,8 +110,7 @@ def test_fix33_a_reset_or_close_carries_the_held_ack_and_each_stream_keeps_its_o
 
 
 def test_fix33_off_sends_the_ack_alone(monkeypatch):
-    monkeypatch.setattr(yamux, "HOLD", False)
-    monkeypatch.setattr(yamux, "HOLD_ACK", True)       # the benchmarks' ARCHIVIST_WAKU_SEPARATE_SYN_ACK=1 wins
+    monkeypatch.setattr(yamux, "HOLD", False)           # the benchmarks' ARCHIVIST_WAKU_SEPARATE_SYN_ACK=1 wins
 
     async def script(mux, theirs, writes):
         stream = await _accepted(mux, theirs)
@@ -111,16 +119,61 @@ def test_fix33_off_sends_the_ack_alone(monkeypatch):
     assert trio.run(_session, script, False)[0] == _ack()
 
 
-def test_by_default_a_stream_never_written_on_is_acked_at_once():
-    """Fix 33 is off by default: a stream we accept and only read (a peer's gossipsub stream) must be ACKed
-    without a frame of ours to carry it, or go-yamux closes the session after its StreamOpenTimeout (75 s)."""
-    assert yamux.HOLD_ACK is False
+def test_fix33_is_on_by_default_with_a_deadline_far_inside_go_yamux_stream_open_timeout():
+    assert yamux.HOLD_ACK is True and 0.002 <= yamux.ACK_HOLD_S < yamux.ACK_DEADLINE_S <= 0.05   # go-yamux: 75 s
 
+
+def _virtual(script, initiator: bool = False):
+    return trio.run(_session, script, initiator, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_fix33_a_stream_never_written_on_is_acked_alone_by_its_deadline():
+    """A stream we accept and only read (a peer's gossipsub stream) gets its ACK alone once ACK_HOLD_S has passed,
+    never later than ACK_DEADLINE_S: go-yamux closes the whole session after its StreamOpenTimeout without it."""
     async def script(mux, theirs, writes):
         stream = await _accepted(mux, theirs)
+        t0 = trio.current_time()
+        await trio.sleep(yamux.ACK_HOLD_S * 0.99)
+        assert writes == [] and yamux.held(stream) == _ack()
+        await trio.sleep(yamux.ACK_DEADLINE_S)
         assert yamux.held(stream) == b""
-        return writes
-    assert trio.run(_session, script, False) == [_ack()]
+        return writes, mux.secured_conn.times[0] - t0
+    writes, after = _virtual(script)
+    assert writes == [_ack()] and yamux.ACK_HOLD_S - 1e-9 <= after <= yamux.ACK_DEADLINE_S + 1e-9
+
+
+def test_fix33_each_stream_acked_by_its_own_deadline_and_a_written_stream_not_twice():
+    hold = yamux.ACK_HOLD_S
+
+    async def script(mux, theirs, writes):
+        accepted = {}
+        for sid, gap in ((1, hold / 2), (3, hold / 3), (5, 0), (7, hold / 4)):
+            accepted[sid] = (await _accepted(mux, theirs, sid), trio.current_time())
+            await trio.sleep(gap)
+        await accepted[5][0].write(b"quick")            # within its hold (H/4 after): its ACK rides with it
+        await trio.sleep(yamux.ACK_DEADLINE_S * 2)
+        times = mux.secured_conn.times
+        return writes, {sid: [t - at for w, t in zip(writes, times) if w.startswith(_ack(sid))]
+                        for sid, (_, at) in accepted.items()}, _TIMER_QUEUE()
+    writes, waited, left = _virtual(script)
+    assert sorted(writes) == sorted([_ack(1), _ack(3), _ack(5) + frame(Y.TYPE_DATA, 0, 5, b"quick"), _ack(7)])
+    eps = 1e-9                                          # virtual times are floats: sums round
+    assert all(hold - eps <= waited[sid][0] <= yamux.ACK_DEADLINE_S + eps for sid in (1, 3, 7)) and waited[5][0] < hold
+    assert left == 0
+
+
+def _TIMER_QUEUE() -> int:
+    """ACKs still queued for the run's one flusher (every connection's)."""
+    return len(yamux._TIMER.get().queue)
+
+
+def test_fix33_a_held_ack_of_a_stream_reset_by_the_peer_is_dropped():
+    async def script(mux, theirs, writes):
+        stream = await _accepted(mux, theirs)
+        await theirs.send_all(frame(Y.TYPE_WINDOW_UPDATE, Y.FLAG_RST, 1, length=0))
+        await trio.sleep(yamux.ACK_DEADLINE_S * 2)
+        return writes, stream.reset_received
+    assert _virtual(script) == ([], True)
 
 
 # --- fix 34: the SYN ---

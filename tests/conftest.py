@@ -1,11 +1,20 @@
 import gc
 import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# One class-data archive for every driver JVM of the run and of every child (core/pipeline/cds.py): a fixed path, so
+# that no test with its own HOME starts a maker of its own; made once (per key) by _spark_class_data_archive below.
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("ARCHIVIST_SPARK_CDS", str(ROOT / ".cache" / "spark-cds" / "driver.jsa"))
+# Tests that start driver JVMs: the archive is made for them (a run of other tests does not pay for it).
+SPARK_AREAS = ("tests/gui/", "tests/integration/pipeline/", "tests/integration/node/", "tests/bench/")
 
 # A run started in the background by a non-interactive shell (`make test &` in a script, some CI runners) inherits
 # SIGINT *ignored*, and so does every child it starts: Python then installs no KeyboardInterrupt handler, and the
@@ -22,6 +31,45 @@ def pytest_configure(config):
     # is a module global, held for the life of the process.
     config.addinivalue_line("filterwarnings",
                             "ignore:It looks like `register_random` was passed:hypothesis.errors.HypothesisWarning")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _spark_class_data_archive(request):
+    """Start making the run's class-data archive with the product's maker (`python -m core.pipeline.cds_make`) in
+    the background, once: its lock file sends the second xdist worker's maker away ("busy"). Drivers started
+    before it is there run without it (slower, nothing else); tests/integration/pipeline/test_cds.py waits for
+    it (make_shared_archive). Nothing when no selected test starts Spark or ARCHIVIST_SPARK_CDS=off. At the end
+    the run waits for its maker (bounded, then killed): no process is left running."""
+    if os.environ["ARCHIVIST_SPARK_CDS"].lower() == "off" or not any(
+            item.get_closest_marker("spark") or any(a in item.nodeid for a in SPARK_AREAS)
+            for item in request.session.items):
+        yield
+        return
+    from core.pipeline import cds
+    from core.pipeline.session import SparkSettings
+    if cds.state(SparkSettings().conf())[2] is None:
+        yield                                          # made by an earlier run (the checkout's ignored .cache/)
+        return
+    maker = subprocess.Popen(["nice", "-n", "10", *MAKER], cwd=ROOT, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=MAKER_ENV)
+    try:
+        yield
+    finally:
+        try:
+            maker.wait(timeout=900)
+        except subprocess.TimeoutExpired:
+            maker.kill()
+            maker.wait()
+
+
+MAKER = [sys.executable, "-m", "core.pipeline.cds_make"]
+MAKER_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def make_shared_archive() -> str | None:
+    """Wait for (or make) the run's archive; None when it is there, else the maker's own words."""
+    r = subprocess.run([*MAKER, "--wait"], cwd=ROOT, text=True, capture_output=True, timeout=1200, env=MAKER_ENV)
+    return None if r.returncode == 0 else (r.stdout + r.stderr).strip()[-500:]
 
 
 @pytest.fixture(autouse=True)

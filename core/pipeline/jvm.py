@@ -16,6 +16,8 @@ import os
 import subprocess
 import threading
 
+from core.pipeline import cds
+
 # What the driver's JVM reads from its environment at launch (and hands on to the Python workers it starts).
 LAUNCH_ENV = ("SPARK_LOCAL_IP", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PATH", "PYTHONPATH", "JAVA_HOME",
               "SPARK_HOME", "SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS")
@@ -26,17 +28,26 @@ LAUNCH_CONF = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.dr
 UNKNOWN = "(a JVM this module did not launch)"
 
 
+def launched_conf() -> dict[str, str] | None:
+    """The conf this module launched the running JVM with (None: no JVM, or not launched here)."""
+    return _launched_conf
+
+
 class JvmMismatch(RuntimeError):
     """A session asks for another JVM launch environment while a SparkContext still runs on the current JVM."""
 
 
 _lock = threading.Lock()
 _launched: dict[str, str | None] | None = None   # launch_environment() of the JVM that SparkContext._gateway holds
+_launched_conf: dict[str, str] | None = None     # the conf it was launched with (the class-data archive's key)
 
 
 def launch_environment(conf: dict[str, str]) -> dict[str, str | None]:
-    """The part of (os.environ, conf) that a JVM launched now would keep for its whole life."""
-    return {**{f"${k}": os.environ.get(k) for k in LAUNCH_ENV}, **{k: conf.get(k) for k in LAUNCH_CONF}}
+    """The part of (os.environ, conf) that a JVM launched now would keep for its whole life. The class-data
+    archive's option (cds.py) is left out: a JVM launched before the archive existed behaves the same."""
+    env = {f"${k}": os.environ.get(k) for k in LAUNCH_ENV}
+    return {**env, **{k: cds.without_archive(conf.get(k)) if k == "spark.driver.extraJavaOptions" else conf.get(k)
+                      for k in LAUNCH_CONF}}
 
 
 def differences(old: dict[str, str | None] | None, new: dict[str, str | None]) -> list[str]:
@@ -50,7 +61,7 @@ def ensure_jvm(conf: dict[str, str]) -> None:
     """Make sure this process's JVM was launched with `conf` and the current environment (launch it if there is
     none). Call after the environment is prepared and before the SparkSession is built."""
     from pyspark import SparkConf, SparkContext
-    global _launched
+    global _launched, _launched_conf
     want = launch_environment(conf)
     with _lock:
         if SparkContext._gateway is not None and _launched != want:
@@ -63,10 +74,12 @@ def ensure_jvm(conf: dict[str, str]) -> None:
                                   + "; ".join(diff) + "): stop the running session first")
             shutdown_jvm()
         if SparkContext._gateway is None:
-            # The plain settings become the JVM's command line (the secret goes in later through py4j).
+            # The plain settings become the JVM's command line (the secret goes in later through py4j), with the
+            # class-data archive when a whole one exists for them.
+            launch = cds.launch_conf(conf)
             with spawn_without_fork():
-                SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(conf.items())))
-            _launched = want
+                SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
+            _launched, _launched_conf = want, dict(conf)
 
 
 @contextlib.contextmanager
@@ -92,13 +105,13 @@ def shutdown_jvm(timeout: float = 30.0) -> None:
     """Stop this process's JVM (no SparkContext may be active): close the py4j gateway, then the JVM's stdin
     (pyspark's gateway server exits on EOF), and wait for it; the next SparkContext launches a new one."""
     from pyspark import SparkContext
-    global _launched
+    global _launched, _launched_conf
     gateway = SparkContext._gateway
     if gateway is None:
         return
     SparkContext._gateway = None
     SparkContext._jvm = None
-    _launched = None
+    _launched = _launched_conf = None
     try:
         gateway.shutdown()
     except Exception:  # noqa: BLE001 - the JVM may already be gone; the process below is what matters

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
 DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+WORKER_DAEMON = "core.pipeline.worker_daemon"   # local mode's spark.python.daemon.module
 _USER_LOCAL_IP = os.environ.get("SPARK_LOCAL_IP")   # as the process started, before prepare_environment set it
 
 _LOG4J = """\
@@ -144,6 +145,9 @@ class SparkSettings:
         }
         if not self.cluster:   # local executors are this process: they import the checkout
             conf["spark.executorEnv.PYTHONPATH"] = str(PROJECT_ROOT)
+            # Task workers fork from a daemon that has imported pyspark's worker and our task modules
+            # (worker_daemon.py); not on a cluster: executors' daemons start before our code reaches them (addPyFile).
+            conf["spark.python.daemon.module"] = WORKER_DAEMON
         conf.update(self.extra)
         return conf
 
@@ -323,8 +327,7 @@ class SparkOwner:
             spark.sparkContext.setLogLevel("ERROR")
             for path in self.settings.py_files():   # before any Python function is wrapped (sources, UDFs)
                 spark.sparkContext.addPyFile(str(path))
-            from core.pipeline.source import register_sources
-            register_sources(spark)
+            # Our data sources are registered by the first job that reads one (source.register_sources).
             self._spark = spark
         return self._spark
 
@@ -357,9 +360,13 @@ class SparkOwner:
 
 
 def _warm_up(spark, job) -> int:
-    """Start the JVM, then run one real (tiny) build read+encode so Python workers have imported everything."""
+    """Start the JVM, then run one real (tiny) build read+encode so Python workers have imported everything; then,
+    if this JVM had no class-data archive, start its maker in the background (cds.py: the next start is fast)."""
+    from core.pipeline import cds, jvm
     from core.pipeline.spark_encode import warm_up_build
-    return warm_up_build(spark)
+    n = warm_up_build(spark)
+    cds.start_maker(jvm.launched_conf())
+    return n
 
 
 class ExecutorWatch:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import weakref
 from typing import Iterator, Sequence
 
 import pyarrow as pa
@@ -218,9 +220,21 @@ def _batch(pa, window: int, cols: list[list]):
         names=["window", "timestamp", "hash", "sig", "topic", "payload", "padding", "third_party_id"])
 
 
+_registered: "weakref.WeakSet" = weakref.WeakSet()   # sessions our sources are registered in
+_register_lock = threading.Lock()
+
+
 def register_sources(spark) -> None:
-    spark.dataSource.register(WakuMessagesSource)
-    spark.dataSource.register(StageArchivesSource)
+    """Register both sources in `spark`, once per session, when a job first reads one (read_messages,
+    read_stage_archives), not when the session starts: Spark's first registration in a JVM looks up the installed
+    Python data sources in a Python worker of its own (a daemon and a fork, ~0.8 s of CPU), which a session that
+    only runs the fused plan, hydrate and export never needs."""
+    with _register_lock:
+        if spark in _registered:
+            return
+        spark.dataSource.register(WakuMessagesSource)
+        spark.dataSource.register(StageArchivesSource)
+        _registered.add(spark)
 
 
 def read_stage_archives(spark, stage: str, topics, windows, cap: int = MAX_ARCHIVE_PAYLOAD, transform=None,
@@ -229,6 +243,7 @@ def read_stage_archives(spark, stage: str, topics, windows, cap: int = MAX_ARCHI
     `<stage>/out` and rows carry their paths."""
     import base64
     from pyspark import cloudpickle
+    register_sources(spark)
     r = (spark.read.format(STAGE_SOURCE_NAME)
          .option("stage", str(stage))
          .option("topics", ",".join("0x" + t.hex() for t in topics))
@@ -243,6 +258,7 @@ def read_stage_archives(spark, stage: str, topics, windows, cap: int = MAX_ARCHI
 
 def read_messages(spark, path: str, topics, windows, cap: int = MAX_ARCHIVE_PAYLOAD):
     """DataFrame of the community's messages, one input partition per window."""
+    register_sources(spark)
     return (spark.read.format(SOURCE_NAME)
             .option("path", str(path))
             .option("topics", ",".join("0x" + t.hex() for t in topics))

@@ -31,7 +31,10 @@ ROOT = str(Path(__file__).resolve().parents[3])
 # the client JIT and the serial collector, as the driver has them (session.DRIVER_JVM_OPTIONS). JAVA_TOOL_OPTIONS
 # reaches every JVM of a daemon (spark-class's launcher too); a short-lived one then needs ~40 % less CPU (a
 # master's start and stop: 4.5 -> 2.7 s of CPU, 2026-11-27). Only speed: what the JVMs do is the same. The
-# drivers keep the product's own settings.
+# drivers keep the product's own settings. Not the drivers' class-data archive (core/pipeline/cds.py): the daemons'
+# class path (conf/:jars/*) is not the driver's, so the JVM refuses it ("shared class paths mismatch"); and an
+# archive of their own in JAVA_TOOL_OPTIONS would also reach spark-class's launcher JVM (class path jars/*), whose
+# "[warning][cds,dynamic] Unable to use shared archive" goes to the stdout that spark-class reads as the command.
 DAEMON_ENV = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
 
 

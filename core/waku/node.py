@@ -46,9 +46,9 @@ from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD, InvalidTopic,
 
 log = logging.getLogger(__name__)
 PRUNE_INTERVAL_S = 3600
-WRITE_CHUNK = 128          # relayed messages the writer stores per transaction (in a worker thread)
+WRITE_CHUNK = 128          # relayed messages the writer stores per transaction (one multi-row INSERT, on the loop)
 STORE_BATCH_S = 0.01      # the writer waits this long (or for WRITE_CHUNK messages) to commit them together
-QUERY_INLINE_ROWS = 16    # a store query writes at most this many buffered messages on the loop, more in a thread
+QUERY_INLINE_ROWS = 256   # a store query writes at most this many buffered messages on the loop, more in a thread
 CHECKPOINT_ROWS = 4000     # a WAL checkpoint (in a worker thread) after this many rows written
 PROTECT_STATIC = "waku-static"      # tag-store protection of configured peers (and PROTECT_DIALLED of every
                                     # peer we dialled): never refused or pruned for limits
@@ -298,7 +298,10 @@ class WakuNode:
         """Writes what relay buffers: one transaction for what arrives within STORE_BATCH_S (a commit per
         message cost more than the insert under a relay flood), WRITE_CHUNK rows per step and the lock released
         between steps, so a store query gets in between (it writes what is buffered at that moment itself, so
-        it never waits for the batching)."""
+        it never waits for the batching). Each step is one multi-row INSERT on the loop (~1-3 ms): in a worker
+        thread (issue 21's fifth to eighth passes) a step took 20-65 ms once a lightpush flood saturated the loop
+        (the thread waited for a CPU and the GIL), and every store query waited for it behind the lock: p95 43-61
+        ms during the flood, 14-16 ms on the loop (docs/BENCHMARKS.md, 2026-11-27 17:20)."""
         while True:
             await self._store_wakeup.wait()
             with trio.move_on_after(STORE_BATCH_S):   # group commit: one transaction for what arrives meanwhile
@@ -308,7 +311,7 @@ class WakuNode:
             self._store_wakeup = trio.Event()
             while self._store_buffer:
                 async with self._store_lock:
-                    await self._write_buffered(WRITE_CHUNK, inline=0)
+                    await self._write_buffered(WRITE_CHUNK, inline=WRITE_CHUNK)
             self._maybe_checkpoint()
 
     async def _write_buffered(self, limit: int, *, inline: int) -> None:
@@ -341,14 +344,14 @@ class WakuNode:
         """Every message buffered so far is in SQLite, and no write is under way until the block ends (a store
         query is answered inside it, on the loop: store_protocol.serve_v3).
 
-        The writer holds the lock while its worker thread inserts, so a query waits for that batch (without
-        blocking the loop) and then writes what is still buffered: up to QUERY_INLINE_ROWS on the loop (~50 us a
-        row), more in the worker thread. Until issue 21's second pass the writer inserted row by row in a thread
-        (sqlite3 gave up the GIL around every row and each time waited up to the busy loop's 5 ms switch interval
-        to get it back: 20 rows took 20-70 ms); from then until its fifth pass it wrote on the loop, 64 rows a step
-        (10-55 ms steps on a loaded machine, which every yield of every request waited for). Now a batch is one
-        multi-row INSERT (MessageStore.insert_rows): one hand-over of the GIL. Checkpoints, the one part that
-        syncs to disk, stay in a worker thread."""
+        A query waits for the writer's step under way (one multi-row INSERT of up to WRITE_CHUNK rows, on the
+        loop) and then writes what is still buffered: up to QUERY_INLINE_ROWS on the loop, more in a worker
+        thread. History (issue 21): until its second pass the writer inserted row by row in a thread (sqlite3
+        gave up the GIL around every row and each time waited up to the busy loop's 5 ms switch interval to get
+        it back: 20 rows took 20-70 ms); until its fifth pass it wrote on the loop row by row, 64 rows a step
+        (10-55 ms steps on a loaded machine); from the fifth to the eighth pass one multi-row INSERT
+        (MessageStore.insert_rows) in a worker thread, which a saturated loop starved (20-65 ms a step). Now
+        the same INSERT on the loop. Checkpoints, the one part that syncs to disk, stay in a worker thread."""
         async with self._store_lock:
             await self._write_buffered(len(self._store_buffer), inline=QUERY_INLINE_ROWS)
             yield

@@ -83,20 +83,8 @@ def exercise(spark) -> int:
     """Load what real jobs load: a tiny build of one message in both plans (the fused plan's RDD tasks; the
     dataframe plan's data source, Arrow and Spark SQL, which hydrate and export use too; the warm-up itself runs
     only the fused plan in local mode), and a small SQL aggregation (the planner and code generation)."""
-    from core.archive.codec import ArchiveMessage
-    from core.pipeline.spark_encode import PLANS, encode_on_spark
-    from core.storage import waku_messages
-    with tempfile.TemporaryDirectory(prefix="archivist-cds-store-") as d:
-        db = str(Path(d) / "warm.sqlite")
-        con = waku_messages.connect(db)
-        waku_messages.insert_messages(con, [ArchiveMessage(b"\x04", 10, b"warm", b"up", b"", b"\x01")])
-        con.commit()
-        con.close()
-        spool = Path(d) / "spool"
-        spool.mkdir()
-        windows = [(i * 100, i * 100 + 100) for i in range(max(1, spark.sparkContext.defaultParallelism))]
-        n = sum(sum(1 for _ in encode_on_spark(spark, db, [b"warm"], windows, plan=p, spool_dir=spool))
-                for p in PLANS)
+    from core.pipeline.spark_encode import PLANS, warm_up_build
+    n = warm_up_build(spark, PLANS)
     spark.range(1000).selectExpr("id % 7 AS k", "id AS v").groupBy("k").agg({"v": "sum"}).orderBy("k").collect()
     return n
 

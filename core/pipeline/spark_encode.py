@@ -168,8 +168,9 @@ def warm_up_plans(master: str) -> tuple[str, ...]:
     return ("fused",) if master.startswith("local") else PLANS
 
 
-def warm_up_build(spark) -> int:
-    """Read and encode one message from a throw-away store (pays the first-job costs ahead of time)."""
+def warm_up_build(spark, plans: tuple[str, ...] | None = None) -> int:
+    """Read and encode one message from a throw-away store (pays the first-job costs ahead of time), in `plans`
+    (default: warm_up_plans of the session's master)."""
     import tempfile
     from core.archive.codec import ArchiveMessage
     with tempfile.TemporaryDirectory(prefix="archivist-warm-") as d:
@@ -183,4 +184,4 @@ def warm_up_build(spark) -> int:
         # one window per core, so that every Python worker has imported the encoder (the others are empty)
         windows = [(i * 100, i * 100 + 100) for i in range(max(1, spark.sparkContext.defaultParallelism))]
         return sum(sum(1 for _ in encode_on_spark(spark, db, [b"warm"], windows, plan=p, spool_dir=spool))
-                   for p in warm_up_plans(spark.sparkContext.master))
+                   for p in (plans or warm_up_plans(spark.sparkContext.master)))

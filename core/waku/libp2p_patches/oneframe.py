@@ -73,12 +73,9 @@ def _fin_frame(ms: YamuxStream, data: bytes) -> bytes | None:
     return struct.pack(YAMUX_HEADER_FORMAT, 0, TYPE_DATA, FLAG_FIN, ms.stream_id, len(data)) + data
 
 
-async def write_and_close_write(stream, data: bytes) -> bool:
-    """stream.write(data) and the FIN of our side in one frame (NetStream over yamux, state OPEN, when it fits):
-    True. False (nothing written) otherwise: the caller writes as usual."""
-    ms = getattr(stream, "muxed_stream", None)
-    if not isinstance(ms, YamuxStream) or getattr(stream, "_state", None) is not StreamState.OPEN:
-        return False
+async def _write_with_fin(ms: YamuxStream, data: bytes) -> bool:
+    """`data` and our FIN in one DATA frame, with YamuxStream.close's bookkeeping; False (nothing written) when it
+    does not fit one frame."""
     async with ms.close_lock:
         async with ms.rw_lock.write_lock():
             async with ms.window_lock:
@@ -91,6 +88,17 @@ async def write_and_close_write(stream, data: bytes) -> bool:
             ms.send_closed = True       # as YamuxStream.close: even when the write failed
         ms.closed = ms.recv_closed
         await ms.conn._finalize_stream(ms, fully_closed=ms.closed)
+    return True
+
+
+async def write_and_close_write(stream, data: bytes) -> bool:
+    """stream.write(data) and the FIN of our side in one frame (NetStream over yamux, state OPEN, when it fits):
+    True. False (nothing written) otherwise: the caller writes as usual."""
+    ms = getattr(stream, "muxed_stream", None)
+    if not isinstance(ms, YamuxStream) or getattr(stream, "_state", None) is not StreamState.OPEN:
+        return False
+    if not await _write_with_fin(ms, data):
+        return False
     async with stream._state_lock:      # as NetStream.close_write: reads go on until the peer's FIN
         if stream._state is StreamState.OPEN:
             stream._state = StreamState.CLOSE_WRITE
@@ -101,20 +109,9 @@ async def write_and_close(stream, data: bytes) -> None:
     """stream.write(data) then stream.close() (NetStream over yamux), in one frame when it fits."""
     data = take_deferred(stream) + data
     ms = getattr(stream, "muxed_stream", None)
-    frame = None
-    if isinstance(ms, YamuxStream) and getattr(stream, "_state", None) in _WRITABLE:
-        async with ms.close_lock:
-            async with ms.rw_lock.write_lock():
-                async with ms.window_lock:
-                    frame = _fin_frame(ms, data)
-            if frame is not None:
-                try:
-                    await ms.conn._write_frame(frame)
-                finally:
-                    ms.send_closed = True       # as YamuxStream.close: even when the write failed
-                ms.closed = ms.recv_closed
-                await ms.conn._finalize_stream(ms, fully_closed=ms.closed)
-    if frame is None:                       # as upstream (a closed stream raises as it did)
+    written = isinstance(ms, YamuxStream) and getattr(stream, "_state", None) in _WRITABLE \
+        and await _write_with_fin(ms, data)
+    if not written:                         # as upstream (a closed stream raises as it did)
         if data:
             await stream.write(data)
         await stream.close()

@@ -3,7 +3,6 @@ stream's first frame when the answer comes within ACK_DEADLINE_S, and goes alone
 stream we accept and never write on (go-yamux closes the whole session when a stream it opened waits 75 s for its
 ACK). Every write of the server's Noise connection is recorded with the yamux frames it holds and the socket
 sends it took (its TCP stream's writes)."""
-import struct
 import threading
 import time
 
@@ -12,6 +11,7 @@ from libp2p.stream_muxer.yamux import yamux as Y
 
 from core.waku.libp2p_patches import yamux
 from core.waku.message import WakuMessage
+from tests.integration.waku.test_one_frame import yamux_frames
 
 PS = "/waku/2/rs/16/32"
 CT = "/app/1/chat/proto"
@@ -39,12 +39,7 @@ class _Writes:
             await upstream_send(data)
 
         async def recording(data):
-            frames, at = [], 0
-            while at + Y.HEADER_SIZE <= len(data):
-                _, typ, flags, sid, length = struct.unpack(Y.YAMUX_HEADER_FORMAT, data[at:at + Y.HEADER_SIZE])
-                frames.append((sid, typ, flags))
-                at += Y.HEADER_SIZE + (length if typ == Y.TYPE_DATA else 0)
-            entry = [frames, 0]
+            entry = [yamux_frames(data), 0]
             current.append(entry)
             try:
                 await upstream_write(data)
@@ -61,6 +56,16 @@ class _Writes:
         with self._cond:
             assert self._cond.wait_for(first, timeout), f"nothing written on stream {sid}"
             return first()
+
+    def new_ack(self, before: set) -> int:
+        """The one stream, not in `before`, whose ACK has been written (waits: the write is recorded when it
+        returns, which may be after the client already has the answer)."""
+        def acked():
+            return {s for w in self.writes for s, _, f in w[0] if f & Y.FLAG_ACK} - before
+        with self._cond:
+            assert self._cond.wait_for(acked, 15), "no new stream's ACK was written"
+            [sid] = acked()
+            return sid
 
     def on(self, sid: int) -> list:
         with self._cond:
@@ -80,7 +85,7 @@ def test_fix33_a_quick_answer_carries_the_ack_in_one_socket_send(make_node, monk
     writes = _Writes(server, client)
     sids_before = set(client._sync(lambda: set(_muxed(client, server).streams)))
     assert client.lightpush(server.peer_id, PS, WakuMessage(b"one", CT, timestamp=time.time_ns())).status_code == 200
-    [sid] = {s for w in writes.writes for s, _, f in w[0] if f & Y.FLAG_ACK} - sids_before
+    sid = writes.new_ack(sids_before)
     assert writes.on(sid) == [[[(sid, Y.TYPE_WINDOW_UPDATE, Y.FLAG_ACK), (sid, Y.TYPE_DATA, Y.FLAG_FIN)], 1]]
 
 

@@ -86,6 +86,16 @@ def test_a_client_that_waits_for_the_echo_and_an_unanswered_request(make_node):
     assert client._call(exchange, b"\xff\xff\xff") == "StreamEOF"     # negotiated, then EOF: no reset
 
 
+def yamux_frames(data: bytes) -> list[tuple[int, int, int]]:
+    """The yamux frames one write holds, as (stream id, type, flags)."""
+    frames, at = [], 0
+    while at + Y.HEADER_SIZE <= len(data):
+        _, typ, flags, sid, length = struct.unpack(Y.YAMUX_HEADER_FORMAT, data[at:at + Y.HEADER_SIZE])
+        frames.append((sid, typ, flags))
+        at += Y.HEADER_SIZE + (length if typ == Y.TYPE_DATA else 0)
+    return frames
+
+
 def _record_writes(side, other) -> list:
     """Every write of `side`'s secured (Noise) connection to `other`, as the yamux frames it holds:
     one list of (stream id, type, flags) per write (each write is one Noise message and one socket send)."""
@@ -97,12 +107,7 @@ def _record_writes(side, other) -> list:
         upstream = secured.write
 
         async def recording(data):
-            frames, at = [], 0
-            while at + Y.HEADER_SIZE <= len(data):
-                _, typ, flags, sid, length = struct.unpack(Y.YAMUX_HEADER_FORMAT, data[at:at + Y.HEADER_SIZE])
-                frames.append((sid, typ, flags))
-                at += Y.HEADER_SIZE + (length if typ == Y.TYPE_DATA else 0)
-            writes.append(frames)
+            writes.append(yamux_frames(data))
             await upstream(data)
         secured.write = recording
     side._sync(install)

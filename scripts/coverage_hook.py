@@ -57,6 +57,29 @@ def _start() -> None:
     os._exit = _exit
     os.register_at_fork(after_in_child=after_fork)
     _pickle_probes(sci)
+    if any("pyspark.daemon" in a or "worker_daemon" in a for a in sys.orig_argv):
+        _write_on_hangup(write)
+
+
+def _write_on_hangup(write) -> None:
+    """In a pyspark daemon: its forked workers (reused from task to task) are ended by the daemon's SIGHUP to its
+    process group when Spark stops it, and SIGHUP's default action skips atexit and os._exit, so the workers
+    wrote no coverage and code that runs only in Spark's tasks went uncounted. A worker sets SIGHUP back to its
+    default right after the fork (pyspark.daemon.worker); in the daemon's children that becomes a handler that
+    writes the coverage, then ends the process by the default action all the same."""
+    import signal
+    daemon, real_signal = os.getpid(), signal.signal
+
+    def on_hangup(signum, frame):
+        write()
+        real_signal(signal.SIGHUP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGHUP)
+
+    def patched(sig, handler):
+        if sig == signal.SIGHUP and handler == signal.SIG_DFL and os.getpid() != daemon:
+            handler = on_hangup
+        return real_signal(sig, handler)
+    signal.signal = patched
 
 
 def _cache_preinstrumented(folder: str) -> None:

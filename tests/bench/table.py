@@ -50,3 +50,9 @@ def record(area: str, name: str, value: float, unit: str, reference: str = "", r
 def table(figures: list[Figure]) -> str:
     head = "| area | figure | value | floor / peer (same run) | ratio | goal |\n| --- | --- | --- | --- | --- | --- |"
     return "\n".join([head] + [f.row() for f in figures])
+
+
+def pct(xs: list[float], q: float) -> float:
+    """The q-quantile of xs (nearest rank); NaN when empty."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * q))] if xs else float("nan")

@@ -23,10 +23,10 @@ from core.waku.message import WakuMessage
 from core.waku.node import NodeConfig
 from core.waku.store_db import MessageStore
 from core.waku.store_query import handle_store_v3
-from tests.bench.table import record
+from tests.bench.table import pct, record
 from tests.bench.waku_load import CT_LOAD, IN_FLIGHT, LOAD_PEERS, N_LOAD, _connection_flood, _cpu_s, \
-    _lightpush_flood, _load_node, _own_cpu_s, _pct, _Prober, _relay_flood, _wait_stored, print_looptrace, SETTLE_S, \
-    sqlite_reference_rate
+    _lightpush_flood, _load_node, _own_cpu_s, _Prober, _relay_flood, print_looptrace, sqlite_reference_rate
+from tests.bench.waku_stored import SETTLE_S, wait_stored
 
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
 PS = "/waku/2/rs/16/32"
@@ -168,7 +168,7 @@ def test_load_throughput_quick(tmp_path):
         load_before = os.getloadavg()[0]
         t0, c0 = time.monotonic(), _cpu_s(node.pid)
         n_lp = _lightpush_flood(addr, server_id, n)
-        lp_rate = n_lp / (_wait_stored(db, n_lp, 120) - t0)
+        lp_rate = n_lp / (wait_stored(db, n_lp, 120) - t0)
         c1 = _cpu_s(node.pid)
         t0, t1 = _relay_flood(addr, server_id, db, n, n_lp)
         relay_rate = n / (t1 - t0)
@@ -204,7 +204,7 @@ def test_load_floods_and_store_latency(tmp_path):
                                                                  timestamp=time.time_ns())).status_code == 200
         finally:
             seed.stop()
-        _wait_stored(db, 100, 30)
+        wait_stored(db, 100, 30)
         prober = _Prober(addr)
         t0 = time.monotonic()
         prober.wait_samples(t0, 200 if SLOW else 50)
@@ -214,7 +214,7 @@ def test_load_floods_and_store_latency(tmp_path):
         t0, c0, flood = time.monotonic(), _cpu_s(node.pid), {}
         n_lp = _lightpush_flood(addr, server_id, N_LOAD, flood)
         clients_cpu = (_own_cpu_s() - flood["ready_cpu"]) / n_lp    # the flooding peers, from their first request
-        t1 = _wait_stored(db, 100 + n_lp, 120)
+        t1 = wait_stored(db, 100 + n_lp, 120)
         lp_rate, lp_lat = n_lp / (t1 - t0), prober.between(t0, t1)
         lp_rate_flood = n_lp / (t1 - flood["ready"])    # without the peers' start-up and connections
         phases["lightpush"] = (t0, t1)
@@ -249,7 +249,7 @@ def test_load_floods_and_store_latency(tmp_path):
           f"({handshakes / (t1 - t0):,.1f}/s) in {t1 - t0:.1f} s")
     for name, lat in (("idle (reference)", idle), ("during lightpush", lp_lat), ("during relay", relay_lat),
                       ("during connections", conn_lat)):
-        print(f"  store v3 latency {name}: p50 {_pct(lat, 0.5) * ms:.1f} ms, p95 {_pct(lat, 0.95) * ms:.1f} ms "
+        print(f"  store v3 latency {name}: p50 {pct(lat, 0.5) * ms:.1f} ms, p95 {pct(lat, 0.95) * ms:.1f} ms "
               f"({len(lat)} queries)")
     print_looptrace(phases)
     record("waku", f"load: lightpush v3 from {LOAD_PEERS} peers, {N_LOAD} x 1 KiB", lp_rate, "msg/s",
@@ -257,7 +257,7 @@ def test_load_floods_and_store_latency(tmp_path):
     record("waku", f"load: relay, {N_LOAD} x 1 KiB", relay_rate, "msg/s", "SQLite alone, batches of 500", ref_rate,
            ">= 2,000")
     for name, lat in (("during lightpush", lp_lat), ("during relay", relay_lat), ("during connections", conn_lat)):
-        record("waku", f"store v3 p95 {name}", _pct(lat, 0.95) * ms, "ms", "idle p95", _pct(idle, 0.95) * ms,
+        record("waku", f"store v3 p95 {name}", pct(lat, 0.95) * ms, "ms", "idle p95", pct(idle, 0.95) * ms,
                "< 20 ms")
     assert lp_rate > 0 and relay_rate > 0 and handshakes > 0 and idle
 
@@ -292,7 +292,7 @@ def test_relay_rounds(tmp_path):
             slow = rate < statistics.median(rows) / 4
             print(f"  round {r + 1}: {rate:,.0f} msg/s; published in {ri['published']:.2f} s, stored "
                   f"{t1 - t0 - ri['published']:.2f} s later; {ri.get('late', 0)} commits seen late; node CPU "
-                  f"{(_cpu_s(node.pid) - c0) / n * 1e3:.2f} ms/msg; store p50 {_pct(lat, 0.5) * 1e3:.1f} ms "
+                  f"{(_cpu_s(node.pid) - c0) / n * 1e3:.2f} ms/msg; store p50 {pct(lat, 0.5) * 1e3:.1f} ms "
                   f"({len(lat)} queries); load {load:.2f}{'  SLOW' if slow else ''}", flush=True)
             if "state" in ri:
                 print("  publisher state while publishing was slow:\n" + ri["state"], flush=True)

@@ -1,4 +1,4 @@
-"""The load benchmark's wait for "all messages stored" (tests/bench/waku_load.py wait_until / _wait_stored).
+"""The load benchmark's wait for "all messages stored" (tests/bench/waku_stored.py wait_until / wait_stored).
 
 Issue 21, sixth pass: a relay phase once took 125 s ("40 msg/s"), most likely because the wait looked at the store once right
 after a write of its WAL and once SETTLE_S later, then slept until the next write. A commit becomes visible to
@@ -8,7 +8,7 @@ writer was preempted in between and it was the flood's last commit, no write cam
 import sqlite3
 import threading
 
-from tests.bench.waku_load import WalWrites, _wait_stored, wait_until
+from tests.bench.waku_stored import WalWrites, wait_stored, wait_until
 
 
 def test_a_commit_visible_only_after_the_settle_is_found_without_another_write(tmp_path):
@@ -58,14 +58,14 @@ def test_wait_stored_follows_real_commits_and_times_out(tmp_path):
     t.start()
     try:
         go.set()
-        _wait_stored(db, 200, 60)
+        wait_stored(db, 200, 60)
     finally:
         t.join(30)
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT count(*) FROM waku_store").fetchone()[0] == 200
     c.close()
     try:
-        _wait_stored(db, 201, 0.2)
+        wait_stored(db, 201, 0.2)
     except AssertionError as e:
         assert "only 200 of 201 messages stored" in str(e)
     else:

@@ -115,12 +115,12 @@ class MessageStore:
     def add_many(self, items: Iterable[tuple[str, WakuMessage]]) -> int:
         return self.insert_rows(self.rows(items))
 
-    def rows(self, items: Iterable[tuple[str, WakuMessage] | tuple[str, WakuMessage, bytes]]) -> list[tuple]:
+    def rows(self, items: Iterable[tuple[str, WakuMessage]]) -> list[tuple]:
         """The table rows of the messages that may be stored (ephemeral and far-future ones are left out, the
-        latter counted in `refused`). An item may carry the message's encoded bytes as a third element."""
+        latter counted in `refused`)."""
         now = self.clock()
         rows = []
-        for ps, m, *data in items:
+        for ps, m in items:
             if m.is_ephemeral:
                 continue
             try:
@@ -129,15 +129,14 @@ class MessageStore:
                 self.refused[e.reason] += 1
                 log.info("store: not storing %s: %s", m.hash(ps).hex()[:16], e)
                 continue
-            rows.append((m.hash(ps), ps, m.content_topic, m.timestamp, v2_digest(m), now,
-                         data[0] if data else encode_message(m)))
+            rows.append((m.hash(ps), ps, m.content_topic, m.timestamp, v2_digest(m), now, encode_message(m)))
         return rows
 
     def insert_rows(self, rows: Sequence[tuple]) -> int:
         """Insert rows made by rows() in one transaction; how many were new. One multi-row INSERT per
-        INSERT_ROWS rows (up to INSERT_ROWS: that statement alone, autocommitted): sqlite3 releases the GIL around
-        each statement step, so from a worker thread (WakuNode's store writer) a batch is one hand-over of the GIL
-        and back, not one per row, and the C work (B-tree, indexes, WAL append) runs beside the event loop."""
+        INSERT_ROWS rows (up to INSERT_ROWS: that statement alone, autocommitted): one statement step per batch,
+        not one per row (from a worker thread, one hand-over of the GIL and back; WakuNode's writer calls it on
+        its loop since issue 21's eighth pass, a query's big flush from a thread)."""
         if not rows:
             return 0
         with self._lock:

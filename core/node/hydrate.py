@@ -7,6 +7,7 @@ process (core/node/offload.py), so that an import does not hold the window's GIL
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -31,11 +32,11 @@ def read_ahead_pays(rest_bytes: int | None, pool_running: bool, load: float | No
                     cores: int | None = None) -> bool:
     """Whether decoding the next window in a RowPool worker while this one is written saves time: the windows left
     (`rest_bytes`, None: unknown) are worth the pool's start (READ_AHEAD_MIN_BYTES) or it is running already, and a
-    core is free for it (two or more cores, the 1-minute load average at least one below their count). The worker
-    spends more CPU than the writing thread would (~3.6 us a message to decode, then the rows pickled there and
-    unpickled here: ~1.6x the decode); on a machine with no free core that CPU comes out of the writer's share
-    (Linux shares a busy machine between sessions, autogroup), so there the windows are decoded in turn, in the
-    writing thread."""
+    core is free for it (two or more cores, the 1-minute load average at least one below their count). The read
+    ahead costs more CPU in all than decoding in turn (the worker's decode and marshal, ~1.2x the decode; here the
+    rows read back, ~0.3x; and the writer runs ~10 % slower beside a busy core: measured, docs/BENCHMARKS.md); on a
+    machine with no free core that CPU comes out of the writer's share (Linux shares a busy machine between
+    sessions, autogroup), so there the windows are decoded in turn, in the writing thread."""
     if rest_bytes is not None and rest_bytes < READ_AHEAD_MIN_BYTES and not pool_running:
         return False
     if load is None:
@@ -84,7 +85,8 @@ def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = No
         each row's step, and a decoding thread kept it for up to the 5 ms switch interval each time.
 
         The read starts in the next hydrate() call, once that window's own rows are in hand: the first window is
-        decoded in the caller's thread, and the worker pool starting beside it only slowed it down.
+        decoded in the caller's thread, while the worker process starts in a thread of its own (RowPool.warm), so
+        that the second window's decoding does not wait for it.
         `rest_bytes` (optional): the bytes of this window and every later one in the import. When the read ahead
         does not pay (`read_ahead` False, or None and read_ahead_pays says no: too few bytes left for the pool's
         start, or no free core) nothing is read ahead: each window is decoded in its turn, in the caller's thread.
@@ -96,6 +98,9 @@ def reference_hydrator(history: MemberHistory, unwrap: ArchiveOpener | None = No
             return
         if read_ahead is False or read_ahead is None and not read_ahead_pays(rest_bytes, shared_pool().running):
             return
+        if not reader:                      # the worker starts now, beside the first window: ready for the second
+            reader.append(ThreadPoolExecutor(1, thread_name_prefix="import-read-ahead"))
+            threading.Thread(target=shared_pool().warm, name="import-warm-up").start()
         queued.append((cid, folder, dict(chosen)))
 
     def start(cid: str, folder: Path, chosen: Mapping[str, IndexEntry]) -> None:

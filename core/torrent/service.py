@@ -323,6 +323,18 @@ class TorrentService:
         st = SeededTorrent(self, community_id, Path(data_dir), raw)
         return self.call(st.start).result(30)
 
+    def set_upload_rate_limit(self, bytes_per_s: int) -> None:
+        """Change the per-torrent upload limit (bytes/s, 0: none) of every seed now, and of seeds added later."""
+        if bytes_per_s < 0:
+            raise ValueError(f"an upload limit is 0 (none) or more bytes/s, not {bytes_per_s}")
+
+        def apply() -> None:
+            self.settings.upload_rate_limit = bytes_per_s
+            for st in list(self.seeds.values()):
+                if st.handle is not None and st.handle.is_valid():
+                    st.handle.set_upload_limit(bytes_per_s if bytes_per_s else -1)
+        self.call(apply).result(10)
+
     def resume_jobs(self) -> list:
         """Restart every saved download that had not finished (app start). Returns the jobs."""
         from core.torrent.selection import Selection

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from core.torrent import events as ev
 from core.torrent.selection import Selection
 from tests.integration.torrent.support import make_community
@@ -42,6 +44,7 @@ def test_newer_magnet_cancels_and_restarts(services, tmp_path):
     assert c.magnet != old_magnet
     job2 = member.fetch(c.magnet, tmp_path / "m", Selection("all"), peers=peers)
     assert job1.state == "cancelled" and "superseded" in job1.message
+    seeder.set_upload_rate_limit(0)       # job1 was stopped mid-way: the rest at full speed
     assert job2.wait(60) and job2.state == "complete", job2.snapshot()
     got = tmp_path / "m" / c.community_id
     assert (got / "data").read_bytes() == (c.folder / "data").read_bytes()
@@ -78,6 +81,7 @@ def test_member_killed_mid_download_resumes(services, community, tmp_path):
         proc.stderr.close()
     assert killed_at is not None and killed_at["have_wanted_pieces"] < killed_at["wanted_pieces"]
     assert (tmp_path / "m" / ".torrent-state" / "running.marker").exists()   # no clean shutdown
+    seeder.set_upload_rate_limit(0)       # killed mid-way: the rest at full speed
     proc = _run_fetch(community.magnet, seeder.listen_port, tmp_path / "m")
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 0, err
@@ -103,6 +107,7 @@ def test_clean_shutdown_then_resume_jobs_continues(services, community, tmp_path
     had = len(job.have)
     member.close()                                    # saves resume data, removes the marker
     assert job.state != "complete"
+    seeder.set_upload_rate_limit(0)       # stopped mid-way: the rest at full speed
     again = services("member")                        # same state folder
     assert not again.unclean_previous
     (job2,) = again.resume_jobs()
@@ -111,6 +116,22 @@ def test_clean_shutdown_then_resume_jobs_continues(services, community, tmp_path
     assert job2.downloaded <= job2.wanted_bytes - (had - 2) * 102400
     got = tmp_path / "m" / community.community_id
     assert (got / "data").read_bytes() == (community.folder / "data").read_bytes()
+
+
+def test_upload_limit_changes_for_every_seed_now_and_later(services, community, tmp_path):
+    seeder = services("seeder", upload_rate_limit=400_000)
+    first = seeder.seed(community.community_id, community.data_dir, community.raw)
+    assert seeder.call(first.handle.upload_limit).result(10) == 400_000
+    seeder.set_upload_rate_limit(0)
+    assert seeder.call(first.handle.upload_limit).result(10) <= 0        # libtorrent: -1 or 0, unlimited
+    seeder.set_upload_rate_limit(123_000)
+    assert seeder.call(first.handle.upload_limit).result(10) == 123_000
+    c = make_community(tmp_path / "c2", messages=50, weeks=2)
+    later = seeder.seed(c.community_id, c.data_dir, c.raw)
+    assert seeder.call(later.handle.upload_limit).result(10) == 123_000
+    with pytest.raises(ValueError, match="an upload limit is 0 .none. or more bytes/s, not -5"):
+        seeder.set_upload_rate_limit(-5)
+    assert seeder.settings.upload_rate_limit == 123_000
 
 
 def test_port_in_use_falls_back_to_another_port(services):

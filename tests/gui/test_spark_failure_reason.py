@@ -37,8 +37,7 @@ def child(home: str) -> None:
     import core.waku.node    # noqa: F401   source of every module imported after it (minutes for libp2p here)
     import core.pipeline.build     # noqa: F401 - and the driver's: pyspark, and what its first py4j call imports
     import pyspark.testing.utils   # noqa: F401   (pandas, pyarrow), while the parent's master is still starting
-    from PySide6.QtCore import QSettings
-    from PySide6.QtTest import QTest
+    from PySide6.QtCore import QEventLoop, QSettings, QTimer
     from core.archive.codec import ArchiveMessage
     from core.node.config import load, save
     from core.status.topics import status_topic
@@ -66,8 +65,12 @@ def child(home: str) -> None:
 
     def wait(cond, seconds: float) -> None:
         end = time.monotonic() + seconds
+        loop = QEventLoop()
         while not cond() and time.monotonic() < end:
-            QTest.qWait(50)             # Qt's event loop runs meanwhile (what qtbot.waitUntil does)
+            QTimer.singleShot(50, loop.quit)
+            loop.exec()    # Qt's event loop runs meanwhile, as in qtbot.waitUntil. Not QTest.qWait: it holds the
+            #                GIL while it waits, so the node's threads got one step per call (each py4j call of the
+            #                driver ~50 ms: a 15-20 s build start, all of it idle)
         assert cond(), f"timed out; status bar: {w.statusBar().currentMessage()!r}; log: " + \
             repr([str(r) for r in w.log.model.rows()][-5:])
     start_node_in_background(w, path)

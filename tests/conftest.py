@@ -36,8 +36,9 @@ def pytest_configure(config):
 @pytest.fixture(scope="session", autouse=True)
 def _spark_class_data_archive(request):
     """Start making the run's class-data archive with the product's maker (`python -m core.pipeline.cds_make`) in
-    the background, once: its lock file sends the second xdist worker's maker away ("busy"). Drivers started
-    before it is there run without it (slower, nothing else); tests/integration/pipeline/test_cds.py waits for
+    the background, once: its lock file sends the second xdist worker's maker away ("busy"). Not niced (the
+    product's makers are): beside two busy workers a niced maker took ~4 min, and every driver started meanwhile
+    paid ~3 s of CPU more. Drivers started before it is there run without it (slower, nothing else); tests/integration/pipeline/test_cds.py waits for
     it (make_shared_archive). Nothing when no selected test starts Spark or ARCHIVIST_SPARK_CDS=off. At the end
     the run waits for its maker (bounded, then killed): no process is left running."""
     if os.environ["ARCHIVIST_SPARK_CDS"].lower() == "off" or not any(
@@ -50,7 +51,7 @@ def _spark_class_data_archive(request):
     if cds.state(SparkSettings().conf())[2] is None:
         yield                                          # made by an earlier run (the checkout's ignored .cache/)
         return
-    maker = subprocess.Popen(["nice", "-n", "10", *MAKER], cwd=ROOT, stdin=subprocess.DEVNULL,
+    maker = subprocess.Popen(MAKER, cwd=ROOT, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=MAKER_ENV)
     try:
         yield

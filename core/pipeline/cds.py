@@ -7,7 +7,8 @@ One rule, in one place:
 - **Key**: what makes an archive usable by a JVM: `java -version` of the java that pyspark will run, pyspark's
   version, the driver's class path (SPARK_CONF_DIR, every jar of SPARK_HOME/jars by name, size and mtime,
   spark.driver.extraClassPath) and the driver's JVM options that the JVM checks against the archive
-  (`KEY_OPTIONS`, and whether the heap is 32 GiB or more: compressed oops). Tuning flags (JIT, GC, -Xlog, memory
+  (`KEY_OPTIONS`, also when they come from JAVA_TOOL_OPTIONS and the like, and whether the heap is 32 GiB or more:
+  compressed oops). Tuning flags (JIT, GC, -Xlog, memory
   below 32g) do not matter: the JVM accepts the archive with them.
 - **Use** (`launch_conf`): the archive is added to the driver's command line only when it is whole (the sidecar
   names this key and the file's size, and the file starts with a dynamic archive's magic); otherwise nothing is
@@ -72,14 +73,21 @@ def java_binary() -> str | None:
     return shutil.which("java")
 
 
+JAVA_ENV_OPTIONS = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")
+"""Options the JVM (or its launcher) reads from the environment: their tokens count for the key like the driver's
+own (key_options), and they are kept out of `java -version`, which would print them ("Picked up ...")."""
+
+
 def java_version(java: str) -> str:
-    """`java -version` (its stderr), remembered per binary and mtime: one 0.1-0.2 s call per process."""
+    """`java -version` (its stderr) of the JVM itself, without JAVA_ENV_OPTIONS, remembered per binary and mtime:
+    one 0.1-0.2 s call per process."""
     real = os.path.realpath(java)
     st = os.stat(real)
     k = (real, st.st_mtime_ns, st.st_size)
     with _version_lock:
         if k not in _version_cache:
-            r = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+            env = {n: v for n, v in os.environ.items() if n not in JAVA_ENV_OPTIONS}
+            r = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60, env=env)
             _version_cache[k] = r.stderr.strip()
         return _version_cache[k]
 
@@ -127,7 +135,9 @@ def key(conf: dict[str, str]) -> str | None:
         "conf_dir": os.environ.get("SPARK_CONF_DIR") or str(home / "conf"),
         "jars": listing,
         "extra_class_path": conf.get("spark.driver.extraClassPath", ""),
-        "options": key_options(conf.get("spark.driver.extraJavaOptions", ""), conf.get("spark.driver.memory")),
+        "options": key_options(" ".join([*(os.environ.get(n, "") for n in JAVA_ENV_OPTIONS),
+                                         conf.get("spark.driver.extraJavaOptions", "")]),
+                               conf.get("spark.driver.memory")),
     }
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:24]
 

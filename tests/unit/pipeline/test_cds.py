@@ -47,6 +47,16 @@ def test_key_follows_the_jars_the_class_path_and_the_options_that_matter(home, m
     assert cds.key(conf("-XX:TieredStopAtLevel=1 -XX:-UseCompressedOops")) != k
     assert cds.key(conf(memory="40g")) != k           # no compressed oops above 32 GiB
     assert cds.key({**conf(), "spark.driver.extraClassPath": "/opt/x.jar"}) != k
+    # options from the environment count as the driver's own: tuning flags keep the key (and `java -version`,
+    # which prints "Picked up JAVA_TOOL_OPTIONS: ..." beside them, is read without them), the rest change it
+    for name in cds.JAVA_ENV_OPTIONS:
+        monkeypatch.setenv(name, "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        cds._version_cache.clear()
+        assert cds.key(conf()) == k, name
+        assert "Picked up" not in cds.java_version(cds.java_binary())
+        monkeypatch.setenv(name, "-XX:-UseCompressedOops")
+        assert cds.key(conf()) != k, name
+        monkeypatch.delenv(name)
     # the jars: one more, one changed in size, one touched
     (home / "jars" / "c.jar").write_bytes(b"new")
     k2 = cds.key(conf())

@@ -31,8 +31,8 @@ from libp2p.pubsub import rpc_queue as _rpc_queue
 from libp2p.rcmgr.manager import ResourceManager
 from libp2p.stream_muxer.yamux.yamux import Yamux, YamuxStream
 
-from core.waku.libp2p_patches import (connections, fastpath, framing, gossipsub, host, locks, oneframe, pubsub,
-                                      peerids, quietlog, readahead, records, sendq, streams, unread, yamux)
+from core.waku.libp2p_patches import (connections, dialing, fastpath, framing, gossipsub, host, locks, oneframe,
+                                      pubsub, peerids, quietlog, readahead, records, sendq, streams, unread, yamux)
 
 T = "tests/unit/waku/"
 NO_ISSUE = "none found in libp2p/py-libp2p"
@@ -167,6 +167,10 @@ PATCHES: tuple[Patch, ...] = (
     Patch("37", "every DATA frame's body is read inside a trio.fail_after, even when it is already decrypted in "
           "the Noise session's buffer", "stream_muxer/yamux/yamux.py Yamux._read_data_body", NO_ISSUE, "yamux",
           "global", T + "test_libp2p_fix36.py::test_fix37_upstream_enters_a_timeout_scope_for_a_buffered_body"),
+    Patch("38", "a dial waits out the 250 ms happy-eyeballs head start after its address has connected, then dials "
+          "the next address too", "network/swarm.py Swarm.dial_peer (move_on_after(_HAPPY_EYEBALLS_DELAY) ends only "
+          "on a failure)", NO_ISSUE, "dialing", "global",
+          T + "test_libp2p_fix38.py::test_fix38_upstream_returns_only_after_the_head_start"),
 )
 
 
@@ -206,6 +210,8 @@ if yamux.HOLD:                                              # benchmarks: ARCHIV
                                              lambda: Yamux._write_frame is yamux.lean_write_frame)
     GLOBAL["34 SYN with the first write"] = (yamux.install_lean_write_frame,
                                              lambda: Yamux._write_frame is yamux.lean_write_frame)
+if not os.environ.get("ARCHIVIST_WAKU_NO_QUICK_DIAL"):    # benchmarks only: fix 38 off, to compare
+    GLOBAL["38 a dial returns with its first connection"] = (dialing.install_quick_dial, dialing.installed)
 if not os.environ.get("ARCHIVIST_WAKU_NO_READ_AHEAD"):     # benchmarks only: fix 25 off, to compare
     GLOBAL["25 TCP read-ahead"] = (readahead.install_read_ahead, lambda: TrioTCPStream.read is readahead.read_ahead)
 
@@ -223,6 +229,6 @@ def applied() -> dict[str, bool]:
 
 apply_all()
 
-__all__ = ["PATCHES", "GLOBAL", "Patch", "apply_all", "applied", "connections", "fastpath", "framing",
+__all__ = ["PATCHES", "GLOBAL", "Patch", "apply_all", "applied", "connections", "dialing", "fastpath", "framing",
            "gossipsub", "host", "locks", "oneframe", "peerids", "pubsub", "quietlog", "readahead", "records", "sendq",
            "streams", "unread", "yamux"]

@@ -11,7 +11,7 @@ from libp2p.stream_muxer.yamux import yamux as Y
 
 from core.waku.libp2p_patches import yamux
 from core.waku.message import WakuMessage
-from tests.integration.waku.test_one_frame import yamux_frames
+from tests.integration.waku.test_one_frame import _settled, yamux_frames
 
 PS = "/waku/2/rs/16/32"
 CT = "/app/1/chat/proto"
@@ -76,6 +76,7 @@ def _pair(make_node):
     server = make_node()
     client = make_node(store=False, shards=(1,))
     client.add_peer(server.listen_addrs[0])
+    _settled(client, server)        # the server has the connection and its set-up streams are over
     return server, client
 
 

@@ -20,6 +20,25 @@ CT = "/app/1/chat/proto"
 MULTISTREAM = b"/multistream/1.0.0\n"
 
 
+def _settled(client, server, timeout: float = 10.0) -> None:
+    """Wait until the connection's set-up is over: each side has opened its three streams (identify, metadata,
+    relay) and only the two relay streams are still open. add_peer returns as soon as the connection is up
+    (libp2p fix 38), while these streams are still being opened and answered."""
+    def quiet(side, other, opened: int):
+        async def wait():
+            with trio.fail_after(timeout):
+                while True:
+                    conns = side.node.host.get_network().connections.get(ID.from_base58(other.peer_id), [])
+                    if len(conns) == 1:
+                        mux = conns[0].muxed_conn
+                        if mux.next_stream_id >= opened and len(mux.streams) == 2:
+                            return
+                    await trio.sleep(0.005)         # polled: nothing signals a closed stream
+        side._call(wait)
+    quiet(client, server, 7)                        # the dialler's streams are odd: 1, 3, 5 opened
+    quiet(server, client, 8)                        # the listener's even: 2, 4, 6
+
+
 def _record_frames(server, client) -> list:
     """Every yamux frame the server writes on its connection to `client`: (stream id, type, flags, payload)."""
     frames = []
@@ -49,6 +68,7 @@ def test_store_query_and_lightpush_are_answered_in_one_frame(make_node):
     server = make_node()
     client = make_node(store=False, shards=(1,))
     client.add_peer(server.listen_addrs[0])
+    _settled(client, server)
     frames = _record_frames(server, client)
     assert client.lightpush(server.peer_id, PS, WakuMessage(b"one", CT, timestamp=time.time_ns())).status_code == 200
     assert [r.message.payload for r in client.query_store(server.peer_id, [CT], pubsub_topic=PS)] == [b"one"]
@@ -124,6 +144,7 @@ def test_fixes_33_34_a_lightpush_is_one_write_each_way(make_node, monkeypatch):
     server = make_node()
     client = make_node(store=False, shards=(1,))
     client.add_peer(server.listen_addrs[0])
+    _settled(client, server)
     sent, answered = _record_writes(client, server), _record_writes(server, client)
     assert client.lightpush(server.peer_id, PS, WakuMessage(b"one", CT, timestamp=time.time_ns())).status_code == 200
     [sid] = {s for w in sent for s, t, f in w if f & Y.FLAG_SYN}
@@ -139,6 +160,7 @@ def test_a_lightpush_client_half_closes_with_its_request_and_keeps_no_stream(mak
     server = make_node()
     client = make_node(store=False, shards=(1,))
     client.add_peer(server.listen_addrs[0])
+    _settled(client, server)
     sent = _record_writes(client, server)
     for i in range(3):
         r = client.lightpush(server.peer_id, PS, WakuMessage(b"m%d" % i, CT, timestamp=time.time_ns()))

@@ -24,6 +24,7 @@ def test_lightpush_v3_publishes_and_reports_errors(make_node):
     got = Collector()
     relay_peer.subscribe(PS, [CT], got)
     client.add_peer(server.listen_addrs[0])
+    server.wait_for_relay_peer(client.peer_id)      # add_peer returns once connected, before relay's exchange
     msg = WakuMessage(b"pushed", CT, timestamp=time.time_ns())
     resp = client.lightpush(server.peer_id, PS, msg)
     assert (resp.status_code, resp.status_desc, resp.relay_peer_count) == (200, "OK", 2)  # relay_peer and client are both relay peers

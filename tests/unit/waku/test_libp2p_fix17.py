@@ -28,6 +28,7 @@ def test_fix17_upstream_stop_leaves_dialled_sockets_open():
             await n.start(server.run)
             async with upstream.run([multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]):
                 await upstream.connect(info_from_p2p_addr(multiaddr.Multiaddr(server.listen_addrs()[0])))
+                await server.wait_connections(lambda: bool(server.connected_peers()), 5)  # its side is up too
                 [conn] = upstream.get_network().get_connections()
                 sock = _socket(conn)
             # the host has stopped, yet its socket is open and the server still counts the connection

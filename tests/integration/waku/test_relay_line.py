@@ -12,8 +12,8 @@ def test_three_nodes_in_a_line_relay_end_to_end(make_node):
     a, b, c = make_node(), make_node(), make_node()
     b.add_peer(a.listen_addrs[0])          # TCP
     c.add_peer(b.ws_addr())                # WebSocket
-    b.wait_for_relay_peer(a.peer_id)
-    c.wait_for_relay_peer(b.peer_id)
+    for node, peer in ((b, a), (a, b), (c, b), (b, c)):   # each side has the other's subscription: a publish of
+        node.wait_for_relay_peer(peer.peer_id)            # A's goes to B only once A knows B relays the topic
     at_c, other_at_c, at_a = Collector(), Collector(), Collector()
     c.subscribe(PS, [CT], at_c)
     c.subscribe(PS, ["/app/1/other/proto"], other_at_c)

@@ -20,12 +20,13 @@ gui: setup
 # archivist_coverage.pth (scripts/coverage_hook.py); scripts/coverage_report.py merges it. The exit code is pytest's.
 COVDIR := .coverage-data
 DURATIONS ?= 15
+XDIST ?= 2
 test: setup
 	$(BIN)/python proto/generate.py --check
 	rm -rf $(COVDIR) && mkdir $(COVDIR)
 	ARCHIVIST_COVERAGE_HOOK=$(CURDIR)/scripts/coverage_hook.py ARCHIVIST_COVERAGE_DIR=$(CURDIR)/$(COVDIR) \
 	  ARCHIVIST_COVERAGE_CACHE=$(CURDIR)/.coverage-cache \
-	  $(BIN)/python -m pytest tests -n 2 --dist loadgroup -p no:slipcover --durations=$(DURATIONS); status=$$?; \
+	  $(BIN)/python -m pytest tests -n $(XDIST) --dist loadgroup -p no:slipcover --durations=$(DURATIONS); status=$$?; \
 	  $(BIN)/python scripts/coverage_report.py $(COVDIR); exit $$status
 
 test-fast: setup

@@ -21,11 +21,11 @@ and a warning is logged; `installed()` says False.
 from __future__ import annotations
 
 import ast
-import inspect
 import logging
-import textwrap
 
 from libp2p.network.swarm import Swarm
+
+from core.waku.libp2p_patches.quietlog import recompiled
 
 UPSTREAM_DIAL_PEER = Swarm.__dict__["dial_peer"]
 
@@ -67,22 +67,14 @@ def _transform(fn: ast.AsyncFunctionDef) -> None:
 
 
 def quick_dial(func=UPSTREAM_DIAL_PEER):
-    """`func` (Swarm.dial_peer) compiled again from its source with fix 38's two statements; same globals and line
-    numbers (tracebacks point into upstream's file). Raises ShapeError, OSError, ... when that cannot be done."""
-    source = textwrap.dedent(inspect.getsource(func))
-    tree = ast.parse(source)
-    ast.increment_lineno(tree, func.__code__.co_firstlineno - 1)
-    fn = tree.body[0]
-    if not isinstance(fn, ast.AsyncFunctionDef) or fn.name != func.__name__:
-        raise ShapeError(f"the source read is not {func.__name__}")
-    _transform(fn)
-    namespace: dict = {}
-    exec(compile(ast.fix_missing_locations(tree), inspect.getsourcefile(func), "exec"),   # noqa: S102
-         func.__globals__, namespace)
-    quick = namespace[func.__name__]
-    quick.__qualname__, quick.__module__, quick._waku_fix38 = func.__qualname__, func.__module__, True
-    quick.__doc__ = func.__doc__
-    return quick
+    """`func` (Swarm.dial_peer) compiled again from its source with fix 38's two statements (quietlog.recompiled,
+    as fix 36). Raises ShapeError, OSError, ... when that cannot be done."""
+    def transform(tree: ast.Module) -> None:
+        fn = tree.body[0]
+        if not isinstance(fn, ast.AsyncFunctionDef) or fn.name != func.__name__:
+            raise ShapeError(f"the source read is not {func.__name__}")
+        _transform(fn)
+    return recompiled(func, transform, "_waku_fix38")
 
 
 def install_quick_dial() -> None:

@@ -90,17 +90,25 @@ class _Guard(ast.NodeTransformer):
         return out
 
 
-def lean_debug(func):
-    """`func` compiled again from its source with its debug lines guarded (above); same globals and line numbers."""
-    source = textwrap.dedent(inspect.getsource(func))
-    tree = ast.parse(source)
+def recompiled(func, transform, marker: str):
+    """`func` compiled again from its own source after `transform(tree)` (the parsed ast.Module, changed in place or
+    returned); same globals and line numbers (tracebacks point into upstream's file), with `marker` set to True on
+    it. Fixes 36 and 38 change upstream's functions this way. Raises OSError / TypeError when the source cannot be
+    read, SyntaxError, and whatever `transform` raises."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     ast.increment_lineno(tree, func.__code__.co_firstlineno - 1)
-    tree = ast.fix_missing_locations(_Guard().visit(tree))
+    tree = ast.fix_missing_locations(transform(tree) or tree)
     namespace: dict = {}
     exec(compile(tree, inspect.getsourcefile(func), "exec"), func.__globals__, namespace)   # noqa: S102
-    lean = namespace[func.__name__]
-    lean.__qualname__, lean.__module__, lean._waku_fix36 = func.__qualname__, func.__module__, True
-    return lean
+    twin = namespace[func.__name__]
+    twin.__qualname__, twin.__module__ = func.__qualname__, func.__module__
+    setattr(twin, marker, True)
+    return twin
+
+
+def lean_debug(func):
+    """`func` compiled again from its source with its debug lines guarded (above); same globals and line numbers."""
+    return recompiled(func, lambda tree: _Guard().visit(tree), "_waku_fix36")
 
 
 def install_lean_debug() -> None:

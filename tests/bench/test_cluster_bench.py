@@ -56,7 +56,8 @@ from core.pipeline.cluster import StandaloneCluster
 from core.pipeline.session import default_owner
 from tests.bench.build_bench import ROOT, run_build, store
 from tests.bench.table import record
-from tests.integration.pipeline.cli_runner import DAEMON_ENV, group_pidfds, kill_group, kill_pidfds, wait_unreaped
+from tests.integration.pipeline.cli_runner import (DAEMON_JVM_OPTIONS, daemon_env, group_pidfds, kill_group, kill_pidfds,
+                                                   wait_unreaped)
 
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
 if SLOW:
@@ -73,9 +74,15 @@ REPEAT = int(os.environ.get("ARCHIVIST_BENCH_REPEAT", "2" if SLOW else "1"))
 PROFILE = os.environ.get("ARCHIVIST_BENCH_PROFILE") == "1"          # cProfile the local builds' driver side
 TASKS_PER_CORE = int(os.environ.get("ARCHIVIST_BENCH_TASKS_PER_CORE", "0"))   # local mode's fused tasks per core
 LOCAL_ONLY = os.environ.get("ARCHIVIST_BENCH_LOCAL_ONLY") == "1"     # only the reference and local mode
-# the quick run's daemons, executors and driver child on the client JIT and serial GC (cli_runner.DAEMON_ENV: ~40 %
-# less CPU for a short-lived JVM); ARCHIVIST_SLOW=1 measures them with the product's own settings
-CLUSTER_ENV = None if SLOW else DAEMON_ENV
+# the quick run's daemons, executors and driver child on the client JIT and serial GC (cli_runner.DAEMON_JVM_OPTIONS:
+# ~40 % less CPU for a short-lived JVM), the daemons and executors with the run's class-data archive once it is
+# there (cli_runner.daemon_env(), read as the cluster starts; the driver child gets the archive as every driver
+# does, from core/pipeline/cds.py); ARCHIVIST_SLOW=1 measures them with the product's own settings
+DRIVER_ENV = None if SLOW else {"JAVA_TOOL_OPTIONS": DAEMON_JVM_OPTIONS}
+
+
+def cluster_env() -> dict[str, str] | None:
+    return None if SLOW else daemon_env()
 
 # The cluster's driver: launches its JVM at once (while the cluster starts), reads the master's URL, warms a session
 # on it, prints "ready SECONDS" (the session and warm-up), then runs one timed build per JSON line read (store,
@@ -109,7 +116,7 @@ class TwoWorkers:
     time, once the master is up); `wait()` for them."""
 
     def __init__(self, workdir: Path):
-        self.master = StandaloneCluster(workdir / "master", worker=False, env=CLUSTER_ENV)
+        self.master = StandaloneCluster(workdir / "master", worker=False, env=cluster_env())
         self.workers: list[StandaloneCluster] = []
         self.error: BaseException | None = None
         self.seconds = 0.0
@@ -121,7 +128,7 @@ class TwoWorkers:
         try:
             url = self.master.start()
             self.workers = [StandaloneCluster(self.master.workdir.parent / f"worker-{i}", cores=1, memory="1g",
-                                              master=False, master_url=url, env=CLUSTER_ENV) for i in (1, 2)]
+                                              master=False, master_url=url, env=cluster_env()) for i in (1, 2)]
             errors: list[BaseException] = []
 
             def start(w: StandaloneCluster) -> None:
@@ -189,7 +196,7 @@ def driver(tmp_path):
         err = open(tmp_path / "driver.log", "w")
         p = subprocess.Popen([sys.executable, "-c", DRIVER], cwd=ROOT, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True,
-                             env={**os.environ, "PYTHONPATH": str(ROOT), **(CLUSTER_ENV or {})})
+                             env={**os.environ, "PYTHONPATH": str(ROOT), **(DRIVER_ENV or {})})
         err.close()
         procs.append(p)
         return p

@@ -89,14 +89,14 @@ def child(home: str) -> None:
 
 def test_archive_now_on_a_cluster_without_workers_shows_the_reason(tmp_path):
     from core.pipeline.cluster import StandaloneCluster
-    from tests.integration.pipeline.cli_runner import DAEMON_ENV
+    from tests.integration.pipeline.cli_runner import daemon_env
     home = tmp_path / "home"
     home.mkdir()
     p = subprocess.Popen([sys.executable, "-c", "import sys; from tests.gui.test_spark_failure_reason import child; "
                           "child(sys.argv[1])", str(home)], cwd=ROOT, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        with StandaloneCluster(tmp_path / "cluster", worker=False, env=DAEMON_ENV) as cluster:
+        with StandaloneCluster(tmp_path / "cluster", worker=False, env=daemon_env()) as cluster:
             out, err = p.communicate(cluster.master_url + "\n", timeout=540)
     finally:
         if p.poll() is None:

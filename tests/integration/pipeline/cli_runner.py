@@ -31,11 +31,28 @@ ROOT = str(Path(__file__).resolve().parents[3])
 # the client JIT and the serial collector, as the driver has them (session.DRIVER_JVM_OPTIONS). JAVA_TOOL_OPTIONS
 # reaches every JVM of a daemon (spark-class's launcher too); a short-lived one then needs ~40 % less CPU (a
 # master's start and stop: 4.5 -> 2.7 s of CPU, 2026-11-27). Only speed: what the JVMs do is the same. The
-# drivers keep the product's own settings. Not the drivers' class-data archive (core/pipeline/cds.py): the daemons'
-# class path (conf/:jars/*) is not the driver's, so the JVM refuses it ("shared class paths mismatch"); and an
-# archive of their own in JAVA_TOOL_OPTIONS would also reach spark-class's launcher JVM (class path jars/*), whose
-# "[warning][cds,dynamic] Unable to use shared archive" goes to the stdout that spark-class reads as the command.
-DAEMON_ENV = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+# drivers keep the product's own settings.
+DAEMON_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Once the run's class-data archive is whole (core/pipeline/cds.py, made by tests/conftest.py), the daemons and
+# executors map it too: their class path is the driver's (conf:jars/*; an executor's puts one of those jars first
+# as well), so the JVM takes ~4,700-5,400 of their classes from it (-Xlog:class+load) and a master's or worker's
+# start needs about half the CPU (master 2.4-3.1 -> 1.4-1.5 s, worker 2.9-3.6 -> 1.9-2.1 s, 2026-11-27). spark-class's
+# launcher JVM (class path jars/* alone) refuses it, and its "Unable to use shared archive" warning would land in
+# the stdout that spark-class reads as the command: `-Xlog:all=warning:stderr` sends JVM warnings to stderr (the
+# daemon's log) instead. A worker that sees the venv at another path (the hidden worker of conftest.py) refuses it
+# the same way and starts as without it.
+ARCHIVE_OPTIONS = "-Xshare:auto -Xlog:disable -Xlog:all=warning:stderr"
+
+
+def daemon_env() -> dict[str, str]:
+    """The daemons' environment, read when a cluster starts: with the class-data archive once it is whole."""
+    from core.pipeline import cds
+    from core.pipeline.session import SparkSettings
+    opts = DAEMON_JVM_OPTIONS
+    path, _, why = cds.state(SparkSettings().conf())
+    if path is not None and why is None:
+        opts += f" {cds.OPTION}{path} {ARCHIVE_OPTIONS}"
+    return {"JAVA_TOOL_OPTIONS": opts}
 
 
 def wait_unreaped(proc: subprocess.Popen, timeout: float | None) -> bool:

@@ -10,7 +10,7 @@ import pytest
 from core.pipeline.cluster import StandaloneCluster
 from core.pipeline.session import default_owner
 
-from .cli_runner import DAEMON_ENV, group_pidfds, kill_pidfds
+from .cli_runner import daemon_env, group_pidfds, kill_pidfds
 
 ROOT = Path(__file__).resolve().parents[3]
 VENV = Path(sys.prefix)
@@ -74,7 +74,7 @@ class HiddenWorker:
         prefix = ("unshare", "-m", "--propagation", "private", "sh", "-c", HIDE, str(ROOT), str(venv), str(alias),
                   str(self.hidden))
         self.cluster = StandaloneCluster(base / "cluster", cores=2, memory="1g", python=str(self.python),
-                                         worker_prefix=prefix, env=DAEMON_ENV)
+                                         worker_prefix=prefix, env=daemon_env())
         self.work = base / "cluster" / "work"
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._start, daemon=True)

@@ -77,3 +77,22 @@ def test_a_damaged_archive_is_ignored_and_said_so(tmp_path):
     assert f"Spark class-data archive {damaged} ignored: size {8 << 20}" in err
     assert not any(TOP in ln for ln in lines)
     assert sum(" org.apache.spark.SparkContext " in ln for ln in lines) == 1   # the session did start
+
+
+def test_the_test_clusters_daemons_map_the_archive(tmp_path):
+    """The tests' Spark daemons (cli_runner.daemon_env) map the run's archive once it is whole: their class path is
+    the driver's. spark-class's launcher JVM refuses it, and its warning must not reach the stdout that spark-class
+    reads as the command: the master and the worker both start and the worker registers."""
+    from core.pipeline.cluster import StandaloneCluster
+
+    from .cli_runner import daemon_env
+    archive = shared_archive()
+    env = daemon_env()
+    assert f"{cds.OPTION}{archive} " in env["JAVA_TOOL_OPTIONS"], env
+    with StandaloneCluster(tmp_path / "cluster", cores=1, memory="512m", env=env) as cluster:
+        for daemon in (cluster.master, cluster.worker):
+            with open(f"/proc/{daemon.proc.pid}/maps") as f:
+                assert str(archive) in f.read(), daemon.log_path
+    for name in ("master", "worker"):
+        log = (tmp_path / "cluster" / f"{name}.log").read_text()
+        assert "Unable to use shared archive" in log, log[:3000]     # the launcher's warning, in the log (stderr)

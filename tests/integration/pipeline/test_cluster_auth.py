@@ -17,7 +17,7 @@ import pytest
 from core.archive.build import build_archives
 from core.synth import synthesize
 
-from .cli_runner import DAEMON_ENV, CliSession, kill_pidfds, pidfds
+from .cli_runner import CliSession, daemon_env, kill_pidfds, pidfds
 from .helpers import folder_bytes
 
 pytestmark = [pytest.mark.spark]
@@ -27,9 +27,9 @@ ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 
 def _cli(*args, **kw) -> subprocess.Popen:
-    """`archivist spark-master` / `spark-worker` (their JVMs with the tests' DAEMON_ENV)."""
+    """`archivist spark-master` / `spark-worker` (their JVMs with the tests' daemon_env())."""
     return subprocess.Popen([sys.executable, "-m", "core.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**ENV, **DAEMON_ENV}, **kw)
+                            stderr=subprocess.PIPE, text=True, env={**ENV, **daemon_env()}, **kw)
 
 
 def _first_line(proc: subprocess.Popen, what: str) -> str:

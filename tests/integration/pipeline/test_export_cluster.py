@@ -13,7 +13,7 @@ from core.archive.build import build_archives
 from core.pipeline.cluster import StandaloneCluster
 from core.synth import synthesize
 
-from .cli_runner import DAEMON_ENV, CliSession
+from .cli_runner import CliSession, daemon_env
 
 pytestmark = [pytest.mark.spark]
 TIMEOUT = 2   # seconds; configuration of the command, not a bound on the test's time
@@ -28,7 +28,8 @@ def test_export_without_any_worker_fails_after_the_executor_timeout(tmp_path):
         build_archives(tmp_path / "db.sqlite", r.community_id, [bytes.fromhex(t[2:]) for t in r.topics],
                        tmp_path / "d", tmp_path / "t", end=r.end)
         out = tmp_path / "out"
-        with StandaloneCluster(tmp_path / "cluster", worker=False, env=DAEMON_ENV) as cluster:
+        env = daemon_env()
+        with StandaloneCluster(tmp_path / "cluster", worker=False, env=env) as cluster:
             rc, stdout, stderr = runner.run(
                 "export", str(tmp_path / "d" / r.community_id), "--out", str(out), "--master", cluster.master_url,
                 "--executor-timeout", str(TIMEOUT), cwd=tmp_path)
@@ -46,5 +47,5 @@ def test_export_without_any_worker_fails_after_the_executor_timeout(tmp_path):
     log = (tmp_path / "cluster" / "master.log").read_text()
     assert log.count("Registered app archivist with ID") == 1, log[-3000:]
     assert "Launching executor" not in log and "Removing app" in log, log[-3000:]
-    # the master's JVM ran with the tests' JVM options (StandaloneCluster(env=...), cli_runner.DAEMON_ENV)
-    assert f"Picked up JAVA_TOOL_OPTIONS: {DAEMON_ENV['JAVA_TOOL_OPTIONS']}" in log, log[:3000]
+    # the master's JVM ran with the tests' JVM options (StandaloneCluster(env=...), cli_runner.daemon_env)
+    assert f"Picked up JAVA_TOOL_OPTIONS: {env['JAVA_TOOL_OPTIONS']}" in log, log[:3000]

@@ -32,7 +32,7 @@ import pytest
 
 from core.synth import synthesize
 
-from .cli_runner import DAEMON_ENV, CliSession
+from .cli_runner import CliSession, daemon_env
 from .helpers import folder_bytes, history_tables
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
@@ -204,7 +204,7 @@ def test_driver_and_cluster_in_two_network_namespaces(two_namespaces, tmp_path):
     try:
         master = _cli("spark-master", "--host", A_IP, "--port", "0", "--webui-port", "0",
                       "--work-dir", str(tmp_path / "master"), "--start-timeout", "180", ns=ns_a,
-                      env={**ENV, **DAEMON_ENV})
+                      env={**ENV, **daemon_env()})
         drivers.warm(f"spark://{A_IP}:7077")
         # the single-process reference, in this (the root) namespace, while the cluster starts
         rc, ref_out, err = _run(*build_args("build", "ref"))
@@ -219,7 +219,7 @@ def test_driver_and_cluster_in_two_network_namespaces(two_namespaces, tmp_path):
         # no --host: the worker picks the address that routes to the master, A's own
         worker = _cli("spark-worker", "--master", url, "--cores", "2", "--memory", "1g",
                       "--work-dir", str(tmp_path / "worker"), "--start-timeout", "180", ns=ns_a,
-                      env={**ENV, **DAEMON_ENV})
+                      env={**ENV, **daemon_env()})
         assert _first_line(worker, "spark-worker") == f"registered with {url}"
 
         # 1. build: driver in B, executors in A; bytes equal the reference

@@ -25,6 +25,22 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# The benches that start the most JVMs (a cluster's daemons and executors, two drivers each) are sent to the xdist
+# workers after the GUI tests instead of first (pytest-xdist hands work out in collection order): at the run's start
+# the class-data archive is still being made (~70-80 s, _spark_class_data_archive), and a JVM started before it is
+# whole parses its classes from the jars (a driver ~3 s of CPU more, a daemon or executor ~1 s). Still early enough
+# that the two workers end together.
+ARCHIVE_HUNGRY = ("tests/bench/test_cluster_bench.py", "tests/bench/test_pipeline_bench.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    late = [i for i in items if i.nodeid.startswith(ARCHIVE_HUNGRY)]
+    rest = [i for i in items if not i.nodeid.startswith(ARCHIVE_HUNGRY)]
+    gui = [n for n, i in enumerate(rest) if i.nodeid.startswith("tests/gui/")]
+    if late and gui:
+        items[:] = rest[:gui[-1] + 1] + late + rest[gui[-1] + 1:]
+
+
 def pytest_configure(config):
     # After gc.freeze() (below), Hypothesis's register_random check (gc.get_referrers) cannot see what holds trio's
     # module-level Random when trio is first imported inside a later test, and warns that it may be collected; it

@@ -132,10 +132,13 @@ class DemoStall:
 
 
 def demo_stall(root: Path, timeout: float = 180.0, messages: int = 3000, weeks: int = 12,
-               offload: bool = True) -> DemoStall:
+               offload: bool = True, idle_ms: int = 1500, settle: float = 1.0,
+               tick_seconds: float = 0.3) -> DemoStall:
     """Open owner + member windows on the demo engines, then measure the GUI thread while the engines start and
     store the past chat (`start`), then while the owner builds every archive and the member downloads and imports
-    all of them (`work`). `offload`: the engines' build, import and traffic generation in worker processes."""
+    all of them (`work`). `offload`: the engines' build, import and traffic generation in worker processes.
+    `idle_ms` (the idle reference), `settle` (the member's wait for newer links) and `tick_seconds` (the engines'
+    timer) are waits: `make test`'s quick run passes shorter ones (tests/bench/test_gui_stall_bench.py)."""
     from PySide6.QtCore import QEventLoop, QSettings
     from gui.app import make_app
     from gui.demo import DemoNodes
@@ -153,9 +156,10 @@ def demo_stall(root: Path, timeout: float = 180.0, messages: int = 3000, weeks: 
         loop.exec()
 
     meter.start()
-    spin(1500)
+    spin(idle_ms)
     idle = meter.stop()
-    nodes = DemoNodes(root / "demo", weeks=weeks, messages=messages, settle=1.0, tick_seconds=0.3, offload=offload)
+    nodes = DemoNodes(root / "demo", weeks=weeks, messages=messages, settle=settle, tick_seconds=tick_seconds,
+                      offload=offload)
     state: dict = {}
 
     def work():

@@ -9,8 +9,9 @@ printed too: unlike the stall, they hardly depend on the machine's other load) a
 after a small warm-up run that takes the first-use imports out of both.
 Issue 15's target is p99 < 16 ms and max < 50 ms: printed, not asserted (a figure, QUALITY.md).
 
-Default (`make test`'s check that the harness runs): 600 messages over 4 weeks, no warm-up run. ARCHIVIST_SLOW=1
-(`make bench`): the warm-up, then the demo's own 3,000 over 12 weeks."""
+Default (`make test`'s check that the harness runs): 600 messages over 4 weeks, no warm-up run, and shorter waits:
+a 0.3 s idle reference (1.5 s), the member's settle 0.1 s (1 s) and the engines' tick 0.1 s (0.3 s). ARCHIVIST_SLOW=1
+(`make bench`): the warm-up, then the demo's own 3,000 over 12 weeks with the waits in brackets."""
 from __future__ import annotations
 
 import os
@@ -19,15 +20,17 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
 MESSAGES, WEEKS = (3000, 12) if SLOW else (600, 4)
+# the idle reference's length (ms), the member's settle and the engines' tick (s): waits, not work
+WAITS = dict(idle_ms=1500, settle=1.0, tick_seconds=0.3) if SLOW else dict(idle_ms=300, settle=0.1, tick_seconds=0.1)
 TARGET_P99_MS, TARGET_MAX_MS = 16.0, 50.0
 
 
 def test_gui_stall_during_demo_build_download_import(tmp_path, capsys):
     from gui.measure import demo_stall
     if SLOW:
-        demo_stall(tmp_path / "warm-up", messages=200, weeks=2)  # first-use imports out of the way of both runs
+        demo_stall(tmp_path / "warm-up", messages=200, weeks=2, **WAITS)  # first-use imports out of both runs' way
     runs = {off: demo_stall(tmp_path / ("offload" if off else "in-process"), messages=MESSAGES, weeks=WEEKS,
-                            offload=off) for off in (True, False)}
+                            offload=off, **WAITS) for off in (True, False)}
     with capsys.disabled():
         print(f"\nGUI stall ({os.environ['QT_QPA_PLATFORM']}, {os.cpu_count()} cores)")
         for off, r in runs.items():
@@ -43,4 +46,5 @@ def test_gui_stall_during_demo_build_download_import(tmp_path, capsys):
                   f"{verdict}")
     for r in runs.values():
         assert r.messages == MESSAGES and r.archives >= WEEKS        # the whole flow ran while the meter ticked
-        assert r.busy.samples > 10 * r.seconds and r.idle.samples > 100   # the GUI thread served its timer throughout
+        # the GUI thread served its 5 ms timer throughout (idle: 100 of 300 ticks; quick, 10 of 60)
+        assert r.busy.samples > 10 * r.seconds and r.idle.samples > (100 if SLOW else 10)

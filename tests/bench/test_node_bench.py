@@ -31,10 +31,10 @@ WEEK = 7 * 24 * 3600
 START = 1_700_000_000
 
 
-def _fill_store(path, gen, n, weeks):
-    """n real Status messages: 5,000 generated ones replayed with new timestamps and hashes (decoding cost is
-    per message, so replaying keeps the import work honest while generation stays fast)."""
-    base = [to_archive_message(m) for m in gen.messages(min(n, 5000), start=0, span=1000)]
+def _fill_store(path, gen, n, weeks, distinct=5000):
+    """n real Status messages: `distinct` (5,000) generated ones replayed with new timestamps and hashes (decoding
+    cost is per message, so replaying keeps the import work honest while generation stays fast)."""
+    base = [to_archive_message(m) for m in gen.messages(min(n, distinct), start=0, span=1000)]
     con = waku_messages.connect(path)
     span = weeks * WEEK
     batch = []

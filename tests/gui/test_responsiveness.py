@@ -17,7 +17,8 @@ def test_cold_start_figure(capsys):
 def test_gui_stall_during_build_download_import(qtbot, tmp_path, capsys):
     pytest.importorskip("core.node.engine")
     from gui.measure import demo_stall
-    r = demo_stall(tmp_path, messages=1200, weeks=8)
+    # the waits short (a 0.3 s idle reference, 0.1 s settle and tick; tests/bench/test_gui_stall_bench.py's quick run)
+    r = demo_stall(tmp_path, messages=1200, weeks=8, idle_ms=300, settle=0.1, tick_seconds=0.1)
     with capsys.disabled():
         print("\n" + r.idle.line("reference (idle window)"))
         print(r.busy.line(f"build+download+import ({r.archives} archives, {r.messages} messages, {r.seconds:.1f} s)"))

@@ -25,7 +25,7 @@ from core.storage.archive_state import ArchiveStateDB
 from core.storage.member_history import MemberHistory
 from core.torrent.selection import Selection
 from tests.integration.node.test_import_safety import ROOT
-from tests.support.chunked import COMMUNITY, T0, WEEK, build_folder
+from tests.support.chunked import COMMUNITY, T0, WEEK, build_folder, random_messages
 from tests.unit.test_history_import_authors import messages as signed_messages
 
 WEEKS = 3
@@ -172,3 +172,46 @@ def test_the_second_pass_in_a_worker_process_gives_the_same_history(tmp_path, fo
     assert seen[0] == 0 and seen[-1] == 250 and seen == sorted(seen)        # the 5 signed kinds of 8, of 400
     history.close()
     state.close()
+
+
+def test_nothing_pending_asks_no_worker(tmp_path, folder_and_reference):
+    """A member's start finishes what a crash left (MemberNode.start -> finish_authors). With no author pending and
+    no window written through the worker since its last pass, the answer (0) comes without a worker process: the
+    member's first store query used to wait for one to start. Authors a crash left, or a window written through the
+    worker, still go to the worker."""
+    from core.node.hydrate import offloaded_hydrator
+    from core.node.offload import Offloader
+    folder, want = folder_and_reference
+    history = MemberHistory(tmp_path / "history.sqlite")
+    off = Offloader()
+    try:
+        seen = []
+        hydrator = offloaded_hydrator(off, reference_hydrator(history), None)
+        assert hydrator.finish_authors(COMMUNITY, lambda done, total: seen.append((done, total))) == 0
+        assert seen == [(0, 0)] and off.started == 0                      # no worker asked, none started
+        window = {a: e for a, e in folder.entries.items() if e.start == T0}      # the first week's chunks
+        reference_hydrator(history)(COMMUNITY, folder.path, window)       # in process: its authors left pending
+        pending = history.pending_author_count(COMMUNITY)
+        assert pending > 0
+        hydrator = offloaded_hydrator(off, reference_hydrator(history), None)   # the next start
+        assert hydrator.finish_authors(COMMUNITY) == pending and off.done["authors_job"] == 1
+        rest = {a: e for a, e in folder.entries.items() if a not in window}
+        for start in sorted({e.start for e in rest.values()}):
+            hydrator(COMMUNITY, folder.path, {a: e for a, e in rest.items() if e.start == start})
+        hydrator.finish_authors(COMMUNITY)
+        assert off.done["authors_job"] == 2 and off.done["hydrate_job"] == WEEKS - 1
+        # a window with no signed message leaves no author pending, but the worker's pass still ends its import
+        # (the worker's connection makes the chat index again: MemberHistory.end_import)
+        other = MemberHistory(tmp_path / "unsigned.sqlite")
+        unsigned = build_folder(tmp_path / "unsigned" / COMMUNITY, random_messages(random.Random(3), 1, 50),
+                                cap=100_000, weeks=1)
+        hydrator = offloaded_hydrator(off, reference_hydrator(other), None)
+        assert hydrator(COMMUNITY, unsigned.path, dict(unsigned.entries)) == 50
+        assert other.pending_author_count(COMMUNITY) == 0
+        assert hydrator.finish_authors(COMMUNITY) == 0 and off.done["authors_job"] == 3
+        assert hydrator.finish_authors(COMMUNITY) == 0 and off.done["authors_job"] == 3    # its pass ended it
+        other.close()
+    finally:
+        off.close()
+    assert rows_of(tmp_path / "history.sqlite") == want
+    history.close()

@@ -83,15 +83,17 @@ def test_a_chunk_imported_alone_by_an_older_version_is_not_undone(tmp_path):
 
 
 def run_cli(*args, check=None):
-    p = subprocess.run([sys.executable, "-m", "core.cli", *map(str, args)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
+    """`archivist ARGS` in a child of the fork server (forked.run_cli: core.cli.main in a process of its own, its
+    exit code, stdout and stderr), not a new interpreter each time; the disk-full test starts `python -m core.cli`."""
+    from tests.integration.node import forked
+    p = forked.run_cli(list(args))
     assert "Traceback" not in p.stderr, p.stderr
     if check is not None:
         assert p.returncode == check, (p.returncode, p.stdout, p.stderr)
     return p
 
 
-def test_archivist_import_command(tmp_path):
+def test_archivist_import_command(tmp_path, fork_server):
     rng = random.Random(3)
     ms = random_messages(rng, 3, 400)
     folder = build_folder(tmp_path / COMMUNITY, ms, cap=6_000, weeks=3)
@@ -108,7 +110,7 @@ def test_archivist_import_command(tmp_path):
     h.close()
 
 
-def test_archivist_import_refuses_bad_input_and_names_bad_archives(tmp_path):
+def test_archivist_import_refuses_bad_input_and_names_bad_archives(tmp_path, fork_server):
     rng = random.Random(4)
     ms = random_messages(rng, 2, 200)
     folder = build_folder(tmp_path / COMMUNITY, ms, cap=10_000, weeks=2)
@@ -137,7 +139,7 @@ def test_archivist_import_refuses_bad_input_and_names_bad_archives(tmp_path):
     h.close()
 
 
-def test_archivist_import_encrypted_folder(tmp_path):
+def test_archivist_import_encrypted_folder(tmp_path, fork_server):
     from core.archive.build import build_archives
     from core.status.archive_encryption import GroupKeyStore, HashRatchetEncryptor, index_codec, parse_cli_key
     from tests.integration.pipeline.helpers import COMMUNITY as CID, TOPICS, msg, write_store
@@ -187,7 +189,7 @@ def chosen_hashes(folder, ms, op) -> set[bytes]:
     return {m.hash for m in ms if any(lo <= m.timestamp < hi for lo, hi in windows)}
 
 
-def test_kill9_during_imports_loses_and_duplicates_nothing(tmp_path):
+def test_kill9_during_imports_loses_and_duplicates_nothing(tmp_path, fork_server):
     """Random message sets, chunk sizes and sequences of latest / range / all imports; each import is first run
     in a child that SIGKILLs itself at a random row inside a window's transaction, then run again to the end.
     After every completed import the history holds at least the chosen windows' messages and nothing else; at the
@@ -222,7 +224,7 @@ def test_kill9_during_imports_loses_and_duplicates_nothing(tmp_path):
     print(f"kill -9 trials: {trials} message sets, {kills} imports killed mid-transaction (seed {seed})")
 
 
-def test_disk_full_during_import_stops_cleanly_and_a_rerun_continues(tmp_path):
+def test_disk_full_during_import_stops_cleanly_and_a_rerun_continues(tmp_path, fork_server):
     """A real write failure (RLIMIT_FSIZE: the kernel refuses to grow the file, as on a full disk) in the middle of
     an import: one clear line, exit 2, whole windows only, and the next run imports the rest."""
     import resource

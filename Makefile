@@ -26,7 +26,7 @@ test: setup
 	rm -rf $(COVDIR) && mkdir $(COVDIR)
 	ARCHIVIST_COVERAGE_HOOK=$(CURDIR)/scripts/coverage_hook.py ARCHIVIST_COVERAGE_DIR=$(CURDIR)/$(COVDIR) \
 	  ARCHIVIST_COVERAGE_CACHE=$(CURDIR)/.coverage-cache \
-	  $(BIN)/python -m pytest tests -n $(XDIST) --dist loadgroup -p no:slipcover --durations=$(DURATIONS); status=$$?; \
+	  $(BIN)/python -m pytest tests -n $(XDIST) --dist loadgroup --no-loadscope-reorder -p no:slipcover --durations=$(DURATIONS); status=$$?; \
 	  $(BIN)/python scripts/coverage_report.py $(COVDIR); exit $$status
 
 test-fast: setup

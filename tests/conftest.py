@@ -25,46 +25,22 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# The order `make test` hands work to its xdist workers (`--dist loadgroup --no-loadscope-reorder`: collection order).
-# - The benches that start the most JVMs (a cluster's daemons and executors, two drivers each) go after the GUI tests
-#   instead of first: at the run's start the class-data archive is still being made (~70-80 s,
-#   _spark_class_data_archive), and a JVM started before it is whole parses its classes from the jars (a driver ~3 s
-#   of CPU more, a daemon or executor ~1 s).
-# - The network tests (Waku, BitTorrent, Codex, the interop peers) mostly wait on sockets and timers. In collection
-#   order both workers reached them together and the cores were half idle for ~30 s. Each such module is one xdist
-#   group (one worker runs it whole, its module fixtures made once) and the modules are spread among the first two
-#   thirds of the unit tests, so that the other worker keeps a core busy meanwhile; the last third stays fine-grained
-#   for the two workers to end together.
+# The order `make test` hands work to its xdist workers (`--dist loadgroup --no-loadscope-reorder`: collection
+# order, each xdist_group whole to one worker). The benches that start the most JVMs (a cluster's daemons and
+# executors, two drivers each) go after the GUI tests instead of first: at the run's start the class-data archive is
+# still being made (~70-80 s, _spark_class_data_archive), and a JVM started before it is whole parses its classes from
+# the jars (a driver ~3 s of CPU more, a daemon or executor ~1 s). Still early enough that the two workers end
+# together. (Spreading the network test modules, one xdist group each, among the unit tests left the idle CPU as it
+# was, 109 CPU-s in a 352 s run: docs/QUALITY.md.)
 ARCHIVE_HUNGRY = ("tests/bench/test_cluster_bench.py", "tests/bench/test_pipeline_bench.py")
-WAITING = ("tests/integration/waku/", "tests/integration/torrent/", "tests/integration/codex/", "tests/interop/")
 
 
-def _module(item) -> str:
-    return item.nodeid.split("::")[0]
-
-
-@pytest.hookimpl(tryfirst=True)     # before pytest-xdist's, which turns the xdist_group marks into node id suffixes
 def pytest_collection_modifyitems(session, config, items):
     late = [i for i in items if i.nodeid.startswith(ARCHIVE_HUNGRY)]
     rest = [i for i in items if not i.nodeid.startswith(ARCHIVE_HUNGRY)]
     gui = [n for n, i in enumerate(rest) if i.nodeid.startswith("tests/gui/")]
     if late and gui:
-        rest = rest[:gui[-1] + 1] + late + rest[gui[-1] + 1:]
-    blocks: dict[str, list] = {}
-    for i in rest:
-        if i.nodeid.startswith(WAITING):
-            blocks.setdefault(_module(i), []).append(i)
-            if i.get_closest_marker("xdist_group") is None:
-                i.add_marker(pytest.mark.xdist_group(_module(i)[len("tests/"):-len(".py")]))
-    rest = [i for i in rest if not i.nodeid.startswith(WAITING)]
-    units = [n for n, i in enumerate(rest) if i.nodeid.startswith("tests/unit/")]
-    starts = [n for n in units[:len(units) * 2 // 3] if _module(rest[n]) != _module(rest[n - 1])]
-    if not blocks or not starts:
-        return                      # a run without unit tests keeps its order (the groups still hold)
-    at = {starts[k * len(starts) // len(blocks)]: [] for k in range(len(blocks))}
-    for k, block in enumerate(blocks.values()):
-        at[starts[k * len(starts) // len(blocks)]].extend(block)
-    items[:] = [x for n, i in enumerate(rest) for x in (*at.get(n, ()), i)]
+        items[:] = rest[:gui[-1] + 1] + late + rest[gui[-1] + 1:]
 
 
 def pytest_configure(config):

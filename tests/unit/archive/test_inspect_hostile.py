@@ -1,26 +1,30 @@
-"""Hostile files given to `archivist inspect` / `verify` (real subprocesses): a clear message and exit 1 or 2,
-never a traceback, a MemoryError or a hang (each run is bounded by a subprocess timeout)."""
+"""Hostile files given to `archivist inspect` / `verify` (each run a process of its own: `core.cli.main` forked from
+the tests' fork server, tests/integration/node/forked.py, instead of a new interpreter each time): a clear message
+and exit 1 or 2, never a traceback, a MemoryError or a hang (each run is bounded by a timeout, then killed)."""
 import functools
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from core.archive import codec
 from core.archive.codec import ArchiveMessage, IndexEntry
+from tests.integration.node import forked
 
-REPO = Path(__file__).resolve().parents[3]
 TOPIC = bytes.fromhex("00eb85a7")
 CID = "0x02" + "ab" * 32
 TIMEOUT = 60          # a hang, not a speed limit: each of these finishes in about a second
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _fork_server():
+    yield
+    forked.stop()                       # no process left after this file's last test
+
+
 def run(*args):
-    p = subprocess.run([sys.executable, "-m", "core.cli", *map(str, args)], cwd=REPO, capture_output=True,
-                       text=True, timeout=TIMEOUT)
+    p = forked.run_cli(list(args), timeout=TIMEOUT)
     for bad in ("Traceback", "MemoryError", "RecursionError"):
         assert bad not in p.stderr and bad not in p.stdout, (args, p.stderr[-2000:])
     return p

@@ -4,8 +4,6 @@ says `pieces-unchecked` (a failure with --strict), never uses a torrent that is 
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,15 +13,22 @@ from core.archive.codec import ArchiveMessage, IndexEntry
 from core.archive.torrent import build_metainfo
 from core.archive.verify import verify_folder
 from core.cli import main
+from tests.integration.node import forked
 
-REPO = Path(__file__).resolve().parents[3]
 TOPIC = bytes.fromhex("00eb85a7")
 CID2 = "0x03" + "11" * 32
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _fork_server():
+    yield
+    forked.stop()                       # no process left after this file's last test
+
+
 def cli(*args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "core.cli", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
+    """`archivist ARGS` in a process of its own, forked from the tests' fork server (tests/integration/node/forked.py:
+    core.cli.main, its exit code, stdout and stderr) instead of a new interpreter each time."""
+    return forked.run_cli(list(args), timeout=timeout)
 
 
 def first_entry(folder):

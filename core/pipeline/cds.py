@@ -198,6 +198,12 @@ def _user_chose(options: str) -> bool:
     return any(t.startswith((OPTION, "-Xshare", "-XX:ArchiveClassesAtExit")) for t in _tokens(options))
 
 
+def splits_safely(path: Path) -> bool:
+    """Whether `path` survives in a JVM option string (Spark's extraJavaOptions, JAVA_TOOL_OPTIONS), which are split
+    on blanks and quotes: no blank, quote or backslash in it."""
+    return not re.search(r"[\s'\"\\]", str(path))
+
+
 def launch_conf(conf: dict[str, str]) -> dict[str, str]:
     """`conf` with the archive on the driver's command line when a whole one exists for it; else `conf` as is."""
     try:
@@ -209,7 +215,7 @@ def launch_conf(conf: dict[str, str]) -> dict[str, str]:
         if path is not None and not why.startswith("missing"):
             log.info("Spark class-data archive %s ignored: %s", path, why)
         return conf
-    if re.search(r"[\s'\"\\]", str(path)):   # Spark splits the options on blanks and quotes: no such path
+    if not splits_safely(path):
         log.info("Spark class-data archive not used: its path %r has a blank or a quote", str(path))
         return conf
     opts = conf.get("spark.driver.extraJavaOptions", "")

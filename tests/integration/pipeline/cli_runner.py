@@ -50,7 +50,7 @@ def daemon_env() -> dict[str, str]:
     from core.pipeline.session import SparkSettings
     opts = DAEMON_JVM_OPTIONS
     path, _, why = cds.state(SparkSettings().conf())
-    if path is not None and why is None:
+    if path is not None and why is None and cds.splits_safely(path):
         opts += f" {cds.OPTION}{path} {ARCHIVE_OPTIONS}"
     return {"JAVA_TOOL_OPTIONS": opts}
 

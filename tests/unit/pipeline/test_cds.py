@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -247,3 +248,11 @@ def test_the_maker_reads_what_the_session_hands_it(home, capsys):
     assert cds_make.main(["--status"]) == 0
     assert capsys.readouterr().out.endswith(": missing: " + str(cds.sidecar(cds.state(
         SparkSettings().conf())[0])) + "\n")
+
+
+def test_a_path_with_a_blank_or_a_quote_is_not_put_into_jvm_options():
+    """extraJavaOptions and JAVA_TOOL_OPTIONS are split on blanks and quotes: such a path would become two options."""
+    assert cds.splits_safely(Path("/home/ana/.cache/archivist/spark-cds/driver-1a2b.jsa"))
+    for bad in ("/home/ana maria/driver.jsa", "/home/o'neil/driver.jsa", '/tmp/"x"/driver.jsa', "/tmp/a\\b.jsa",
+                "/tmp/tab\there.jsa"):
+        assert not cds.splits_safely(Path(bad)), bad

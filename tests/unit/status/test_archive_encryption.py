@@ -228,8 +228,17 @@ def test_the_encryption_check_by_its_first_field_finds_what_the_whole_parse_find
         assert (got is None) == (want is None) and (got is None or got == want), raw[:40].hex()
     assert [ae.is_encrypted(c) for c in cases] == [False, False, True, True, True, True, False, True, False,
                                                    False, False]
-    assert not ae.may_be_encrypted(cases[0])          # a plain archive: its first field tells (not UTF-8)
+    assert not ae.may_be_encrypted(cases[0])          # a plain archive
     assert ae.may_be_encrypted(cases[2])
+    # An installation ID that is not UTF-8 first, the encrypted map after it: the whole does not parse, and the first
+    # field alone says so. The probe alone (it skips field 2) would find the map: only the first-field rule answers.
+    bad_first = b"\x12\x02\xff\xfe" + cases[3]
+    assert full_parse_hr(bad_first) is None and ae.hash_ratchet_message(bad_first) is None
+    assert ae._EncryptedProbe.FromString(bad_first).encrypted_message
+    assert not ae.may_be_encrypted(bad_first)
+    # A good first field, then a field 101 (the map) that does not parse: the probe's own failure says "not encrypted"
+    bad_map = b"\x12\x01f" + b"\xaa\x06\x02\xff\xff"
+    assert full_parse_hr(bad_map) is None and not ae.may_be_encrypted(bad_map)
 
 
 @settings(max_examples=400, deadline=None)

@@ -43,6 +43,15 @@ def pytest_collection_modifyitems(session, config, items):
         items[:] = rest[:gui[-1] + 1] + late + rest[gui[-1] + 1:]
 
 
+@pytest.fixture(scope="module")
+def fork_server():
+    """The tests' fork server (tests/support/forked.py: kill -9 trials, `archivist` runs without a new interpreter),
+    started by the first child and stopped after the module's last test: no process left."""
+    from tests.support import forked
+    yield forked
+    forked.stop()
+
+
 def pytest_configure(config):
     # After gc.freeze() (below), Hypothesis's register_random check (gc.get_referrers) cannot see what holds trio's
     # module-level Random when trio is first imported inside a later test, and warns that it may be collected; it

@@ -80,11 +80,3 @@ def start_control(pair: Pair) -> None:
     pair.clock.set(HISTORY_START + 6 * WEEK + 2 * 3600)
     pair.control.tick_all()[0].result(120)
 
-
-@pytest.fixture(scope="module")
-def fork_server():
-    """The fork server of the kill -9 trials and CLI runs (tests/integration/node/forked.py), started by the first
-    child and stopped after the module's last test: no process left."""
-    from tests.integration.node import forked
-    yield forked
-    forked.stop()

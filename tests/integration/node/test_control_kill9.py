@@ -97,7 +97,7 @@ def _run_child(root: Path, now: float, cfg: dict, delay: float | None, after: st
     """Start the child, wait for its marker `after`, kill it `delay` seconds later (None: let it finish).
     Returns the markers it wrote."""
     from core.status.topics import symmetric_key
-    from tests.integration.node import forked
+    from tests.support import forked
     reader, writer = multiprocessing.Pipe(duplex=False)
     keys = {c: symmetric_key(c) for c in cfg["chats"]}
     proc = forked.start(_forked_child, writer, str(root), repr(now), json.dumps(cfg), keys)

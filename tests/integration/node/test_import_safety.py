@@ -85,7 +85,7 @@ def test_a_chunk_imported_alone_by_an_older_version_is_not_undone(tmp_path):
 def run_cli(*args, check=None):
     """`archivist ARGS` in a child of the fork server (forked.run_cli: core.cli.main in a process of its own, its
     exit code, stdout and stderr), not a new interpreter each time; the disk-full test starts `python -m core.cli`."""
-    from tests.integration.node import forked
+    from tests.support import forked
     p = forked.run_cli(list(args))
     assert "Traceback" not in p.stderr, p.stderr
     if check is not None:
@@ -161,7 +161,7 @@ def test_archivist_import_encrypted_folder(tmp_path, fork_server):
 def child(folder, db, op, kill_at=None) -> int:
     """import_child.py's import in a child forked from the fork server (forked.py: the modules are loaded once,
     not in each of the 50 children); returns its exit code (-SIGKILL when it killed itself)."""
-    from tests.integration.node import forked
+    from tests.support import forked
     argv = [str(folder), str(db), *map(str, op)]
     if kill_at is not None:
         argv += ["--kill-at", str(kill_at)]

@@ -1,5 +1,5 @@
 """Hostile files given to `archivist inspect` / `verify` (each run a process of its own: `core.cli.main` forked from
-the tests' fork server, tests/integration/node/forked.py, instead of a new interpreter each time): a clear message
+the tests' fork server, tests/support/forked.py, instead of a new interpreter each time): a clear message
 and exit 1 or 2, never a traceback, a MemoryError or a hang (each run is bounded by a timeout, then killed)."""
 import functools
 import json
@@ -10,17 +10,13 @@ import pytest
 
 from core.archive import codec
 from core.archive.codec import ArchiveMessage, IndexEntry
-from tests.integration.node import forked
+from tests.support import forked
+
+pytestmark = pytest.mark.usefixtures("fork_server")   # stopped after this file: no process left
 
 TOPIC = bytes.fromhex("00eb85a7")
 CID = "0x02" + "ab" * 32
 TIMEOUT = 60          # a hang, not a speed limit: each of these finishes in about a second
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _fork_server():
-    yield
-    forked.stop()                       # no process left after this file's last test
 
 
 def run(*args):

@@ -13,20 +13,16 @@ from core.archive.codec import ArchiveMessage, IndexEntry
 from core.archive.torrent import build_metainfo
 from core.archive.verify import verify_folder
 from core.cli import main
-from tests.integration.node import forked
+from tests.support import forked
+
+pytestmark = pytest.mark.usefixtures("fork_server")   # stopped after this file: no process left
 
 TOPIC = bytes.fromhex("00eb85a7")
 CID2 = "0x03" + "11" * 32
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _fork_server():
-    yield
-    forked.stop()                       # no process left after this file's last test
-
-
 def cli(*args, timeout=60):
-    """`archivist ARGS` in a process of its own, forked from the tests' fork server (tests/integration/node/forked.py:
+    """`archivist ARGS` in a process of its own, forked from the tests' fork server (tests/support/forked.py:
     core.cli.main, its exit code, stdout and stderr) instead of a new interpreter each time."""
     return forked.run_cli(list(args), timeout=timeout)
 

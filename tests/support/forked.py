@@ -23,7 +23,7 @@ PRELOAD = ["core.cli", "core.node.control", "core.node.clock", "core.node.import
            "core.archive.folder", "core.archive.verify", "core.archive.columnar", "core.status.archive_encryption",
            "core.pb.status_chat_message_pb2", "core.pb.archivist_status_view_pb2", "core.storage.archive_state",
            "core.storage.history", "core.storage.member_history", "core.torrent.selection",
-           "tests.integration.node.import_child"]
+           "tests.integration.node.import_child", "core.archive.build", "tests.integration.archive.crash_builder"]
 
 SERVER = forkserver.ForkServer()
 SERVER.set_forkserver_preload(PRELOAD)

@@ -1,9 +1,7 @@
-"""Kill a build process at random points; reopening always gives a consistent folder that lost nothing complete."""
-import os
+"""Kill a build process at random points; reopening always gives a consistent folder that lost nothing complete.
+The build runs in a child of the tests' fork server (crash_builder.py), killed with SIGKILL."""
+import multiprocessing
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -11,7 +9,6 @@ from core.archive.build import recover_community, torrent_path
 from core.archive.verify import verify_folder
 from core.synth import synthesize
 
-HERE = Path(__file__).parent
 KILLS = 24
 
 
@@ -23,32 +20,57 @@ def store(tmp_path_factory):
     return s
 
 
-def test_kill_at_random_points(store, tmp_path):
+class Builder:
+    """crash_builder.build_weeks in a forked child; `next()` is its next report ("" once it has ended)."""
+
+    def __init__(self, store, data_dir, tdir):
+        from tests.integration.archive import crash_builder
+        from tests.support import forked
+        self.reader, writer = multiprocessing.Pipe(duplex=False)
+        self.proc = forked.start(crash_builder.build_weeks, writer, store.path, str(data_dir), str(tdir),
+                                 store.community_id, ",".join(t[2:] for t in store.topics), store.start, 12)
+        writer.close()                         # the child's copy is the only writer: EOF when it ends
+
+    def next(self) -> str:
+        assert self.reader.poll(120), "the builder reported nothing for 2 min"
+        try:
+            return self.reader.recv_bytes().decode()
+        except EOFError:
+            return ""
+
+    def kill(self, after: float) -> list[str]:
+        """SIGKILL `after` seconds on (unless it ended first); then every report it made before it died."""
+        self.proc.join(after)
+        if self.proc.exitcode is None:
+            self.proc.kill()
+        self.proc.join(120)
+        assert self.proc.exitcode is not None, "the builder did not end"
+        rest = []
+        while line := self.next():
+            rest.append(line)
+        self.reader.close()
+        return rest
+
+
+def test_kill_at_random_points(store, tmp_path, fork_server):
     rng = random.Random(20261121)
-    topics_hex = ",".join(t[2:] for t in store.topics)
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent.parent.parent)}
     outcomes = {"mid-build": 0, "finished": 0}
     for i in range(KILLS):
         data_dir, tdir = tmp_path / f"r{i}" / "data", tmp_path / f"r{i}" / "torrents"
-        proc = subprocess.Popen([sys.executable, str(HERE / "crash_builder.py"), store.path, str(data_dir), str(tdir),
-                                 store.community_id, topics_hex, str(store.start), "12"],
-                                stdout=subprocess.PIPE, text=True, env=env)
+        builder = Builder(store, data_dir, tdir)
         completed: list[str] = []
+        finished = False
         # wait for a random number of completed archives, then a random extra moment, then SIGKILL
         target = rng.randrange(0, 12)
         while len(completed) < target:
-            line = proc.stdout.readline().strip()
-            if not line or line == "done":
+            line = builder.next()
+            finished = line == "done"
+            if not line or finished:
                 break
             completed.append(line)
-        try:
-            proc.wait(timeout=rng.uniform(0, 0.25))
-        except subprocess.TimeoutExpired:
-            pass
-        proc.kill()
-        rest, _ = proc.communicate()
-        completed += [l for l in rest.split() if l and l != "done"]
-        outcomes["finished" if "done" in rest else "mid-build"] += 1
+        rest = builder.kill(rng.uniform(0, 0.25))
+        completed += [line for line in rest if line != "done"]
+        outcomes["finished" if finished or "done" in rest else "mid-build"] += 1
 
         folder, _ = recover_community(data_dir, tdir, store.community_id)
         if not folder.entries:
@@ -61,22 +83,17 @@ def test_kill_at_random_points(store, tmp_path):
     assert outcomes["mid-build"] >= KILLS // 2, outcomes
 
 
-def test_recovered_folder_continues_to_identical_bytes(store, tmp_path):
+def test_recovered_folder_continues_to_identical_bytes(store, tmp_path, fork_server):
     """After a crash and recovery, finishing the build gives exactly the bytes of an uninterrupted build."""
     from core.archive.build import build_archives
     topics = [bytes.fromhex(t[2:]) for t in store.topics]
     for k in range(1, 13):  # the same weekly schedule as the child, uninterrupted
         ref = build_archives(store.path, store.community_id, topics, tmp_path / "ref" / "d", tmp_path / "ref" / "t",
                              end=store.start + k * 7 * 86400)
-    topics_hex = ",".join(t[2:] for t in store.topics)
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent.parent.parent)}
-    proc = subprocess.Popen([sys.executable, str(HERE / "crash_builder.py"), store.path, str(tmp_path / "d"),
-                             str(tmp_path / "t"), store.community_id, topics_hex, str(store.start), "12"],
-                            stdout=subprocess.PIPE, text=True, env=env)
+    builder = Builder(store, tmp_path / "d", tmp_path / "t")
     for _ in range(5):
-        proc.stdout.readline()
-    proc.kill()
-    proc.communicate()
+        builder.next()
+    builder.kill(0)
     recover_community(tmp_path / "d", tmp_path / "t", store.community_id)
     built = set(recover_community(tmp_path / "d", tmp_path / "t", store.community_id)[0].entries)
     assert built, "the child was killed before its first archive"

@@ -15,12 +15,14 @@ demo: run
 gui: setup
 	$(BIN)/archivist gui
 
-# both cores (pytest-xdist; each worker has its own SparkSession), branch coverage of core/ printed at the end:
+# three pytest-xdist workers on the two cores (each worker has its own SparkSession): one of them runs the tests
+# that mostly wait on sockets (tests/conftest.py NETWORK_AREAS) while the other two fill the core it leaves idle
+# (docs/QUALITY.md "Three workers"); branch coverage of core/ printed at the end:
 # every Python process of the run (children and Spark's workers too) records it with slipcover through the venv's
 # archivist_coverage.pth (scripts/coverage_hook.py); scripts/coverage_report.py merges it. The exit code is pytest's.
 COVDIR := .coverage-data
 DURATIONS ?= 15
-XDIST ?= 2
+XDIST ?= 3
 test: setup
 	$(BIN)/python proto/generate.py --check
 	rm -rf $(COVDIR) && mkdir $(COVDIR)

@@ -35,12 +35,26 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 ARCHIVE_HUNGRY = ("tests/bench/test_cluster_bench.py", "tests/bench/test_pipeline_bench.py")
 
 
+# Tests that mostly wait on sockets, peers and deadlines (~half a core each): one xdist group, handed whole to one
+# of make test's three workers just before the Spark pipeline tests, while the other two fill the core it leaves
+# idle. Two workers both in them left about half of both cores idle (~47 CPU-s a run; docs/QUALITY.md).
+NETWORK_AREAS = ("tests/integration/torrent/", "tests/integration/waku/", "tests/integration/codex/", "tests/interop/")
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist's own, which turns each item's xdist_group into its scope
 def pytest_collection_modifyitems(session, config, items):
     late = [i for i in items if i.nodeid.startswith(ARCHIVE_HUNGRY)]
     rest = [i for i in items if not i.nodeid.startswith(ARCHIVE_HUNGRY)]
     gui = [n for n, i in enumerate(rest) if i.nodeid.startswith("tests/gui/")]
     if late and gui:
-        items[:] = rest[:gui[-1] + 1] + late + rest[gui[-1] + 1:]
+        rest = rest[:gui[-1] + 1] + late + rest[gui[-1] + 1:]
+    network = [i for i in rest if i.nodeid.startswith(NETWORK_AREAS)]
+    rest = [i for i in rest if not i.nodeid.startswith(NETWORK_AREAS)]
+    for item in network:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group("network"))
+    at = next((n for n, i in enumerate(rest) if i.nodeid.startswith("tests/integration/pipeline/")), len(rest))
+    items[:] = rest[:at] + network + rest[at:]
 
 
 @pytest.fixture(scope="module")

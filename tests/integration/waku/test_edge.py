@@ -1,6 +1,7 @@
 """The node at the edge, tried as an attacker would on 127.0.0.1: far-future timestamps over relay and lightpush,
 oversize requests (answered with the protocol's error, not a silently closed stream) and streams that never
 send (reset after the read deadline). Clocks are injected; waits are on events with timeouts, never sleeps."""
+import logging
 import time
 
 import pytest
@@ -81,11 +82,15 @@ def test_oversize_store_request_gets_400_with_its_size(make_node):
     assert list(client.query_store(server.listen_addrs[0], [CT])) == []  # still served afterwards
 
 
-@pytest.mark.parametrize("protocol", [store_protocol.STORE_V3_PROTOCOL, store_protocol.STORE_V2_PROTOCOL,
-                                      lightpush.LIGHTPUSH_V3_PROTOCOL, lightpush.LIGHTPUSH_V2_PROTOCOL,
-                                      metadata.METADATA_PROTOCOL])
+EXCHANGES = {store_protocol.STORE_V3_PROTOCOL: "store v3", store_protocol.STORE_V2_PROTOCOL: "store v2",
+             lightpush.LIGHTPUSH_V3_PROTOCOL: "lightpush v3", lightpush.LIGHTPUSH_V2_PROTOCOL: "lightpush v2",
+             metadata.METADATA_PROTOCOL: "metadata"}
+
+
+@pytest.mark.parametrize("protocol", list(EXCHANGES))
 @pytest.mark.parametrize("partial", [False, True], ids=["silent", "half-a-frame"])
-def test_a_stream_that_never_sends_is_reset_after_the_deadline(make_node, protocol, partial):
+def test_a_stream_that_never_sends_is_reset_after_the_deadline(make_node, protocol, partial, caplog):
+    caplog.set_level(logging.INFO, logger="core.waku.edge_streams")
     server = make_node(read_timeout_s=0.5)
     client = make_node(store=False)
     peer = client.add_peer(server.listen_addrs[0])
@@ -95,17 +100,19 @@ def test_a_stream_that_never_sends_is_reset_after_the_deadline(make_node, protoc
         stream = await client.node.host.new_stream(ID.from_base58(peer), [protocol])
         if partial:
             await stream.write(b"\x64" + b"y" * 10)  # announces 100 bytes, sends 10
-        started = trio.current_time()
         with trio.fail_after(5):
             try:
-                data = await stream.read(1)
+                return await stream.read(1)
             except Exception as e:  # noqa: BLE001 - a reset is one way of being ended
-                data = type(e).__name__
-        return data, trio.current_time() - started
+                return type(e).__name__
 
-    ended, waited = client._call(open_and_wait_for_the_server_to_end_it)
+    ended = client._call(open_and_wait_for_the_server_to_end_it)
     assert ended in (b"", "StreamReset", "StreamEOF", "StreamError", "StreamClosed")
-    assert waited >= 0.45  # it was the deadline that ended it
+    # it was the deadline that ended it: the server says so (logged before its reset; not a wall-time check, the
+    # server's deadline starts before the client's side of the stream is ready)
+    said = [r.getMessage() for r in caplog.records if r.name == "core.waku.edge_streams"]
+    assert [m for m in said if m.startswith(f"{EXCHANGES[protocol]}: reset a stream from ")
+            and m.endswith(": no progress within 0.5 s")], said
     assert peer in client.connected_peers()  # only the stream, not the connection
 
 

@@ -29,7 +29,7 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # order, each xdist_group whole to one worker). The benches that start the most JVMs (a cluster's daemons and
 # executors, two drivers each) go after the GUI tests instead of first: at the run's start the class-data archive is
 # still being made (~70-80 s, _spark_class_data_archive), and a JVM started before it is whole parses its classes from
-# the jars (a driver ~3 s of CPU more, a daemon or executor ~1 s). Still early enough that the two workers end
+# the jars (a driver ~3 s of CPU more, a daemon or executor ~1 s). Still early enough that the workers end
 # together. (Spreading the network test modules, one xdist group each, among the unit tests left the idle CPU as it
 # was, 109 CPU-s in a 352 s run: docs/QUALITY.md.)
 ARCHIVE_HUNGRY = ("tests/bench/test_cluster_bench.py", "tests/bench/test_pipeline_bench.py")

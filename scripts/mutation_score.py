@@ -28,11 +28,31 @@ def scores(root: Path) -> list[tuple[str, Counter]]:
     return out
 
 
+def survivors(root: Path) -> list[tuple[str, str, int]]:
+    """(module, function, mutant number) of every survivor, for checking each against docs/QUALITY.md's lists; a
+    method is named Class.method (mutmut's key is `x\u01c1Class\u01c1method__mutmut_N`, a free function
+    `x_function__mutmut_N`)."""
+    out = []
+    for meta in sorted(root.rglob("*.py.meta")):
+        module = str(meta.relative_to(root))[:-len(".meta")]
+        for key, code in sorted(json.loads(meta.read_text())["exit_code_by_key"].items()):
+            if code in SURVIVED:
+                name, _, number = key.rpartition(".")[2].rpartition("__mutmut_")
+                name = ".".join(filter(None, name.split("\u01c1")[1:])) if "\u01c1" in name else name[2:]
+                out.append((module, name, int(number)))
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dir", default="mutants", type=Path)
     p.add_argument("--min", type=float, default=85.0, help="fail when a module scores below this (percent)")
+    p.add_argument("--survivors", action="store_true", help="list every survivor (module, function, number)")
     a = p.parse_args(argv)
+    if a.survivors:
+        for module, name, number in survivors(a.dir):
+            print(f"{module} {name} {number}")
+        return 0
     rows = scores(a.dir)
     if not rows:
         print(f"no mutmut results under {a.dir}/ (run `mutmut run` first)")

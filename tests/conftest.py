@@ -67,6 +67,8 @@ def fork_server():
 
 
 def pytest_configure(config):
+    from tests.support.rewrite_share import share_for_worker
+    share_for_worker(config)    # each xdist worker rewrites its share of the test files' asserts for all of them
     # After gc.freeze() (below), Hypothesis's register_random check (gc.get_referrers) cannot see what holds trio's
     # module-level Random when trio is first imported inside a later test, and warns that it may be collected; it
     # is a module global, held for the life of the process.

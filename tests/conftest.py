@@ -50,7 +50,7 @@ def pytest_collection_modifyitems(session, config, items):
         rest = rest[:gui[-1] + 1] + late + rest[gui[-1] + 1:]
     network = [i for i in rest if i.nodeid.startswith(NETWORK_AREAS)]
     rest = [i for i in rest if not i.nodeid.startswith(NETWORK_AREAS)]
-    for item in network:
+    for item in network if rest else []:      # a run of socket tests alone keeps them spread over the workers
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group("network"))
     at = next((n for n, i in enumerate(rest) if i.nodeid.startswith("tests/integration/pipeline/")), len(rest))

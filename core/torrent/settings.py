@@ -20,6 +20,10 @@ class TorrentSettings:
     trackers: tuple[str, ...] = DEFAULT_TRACKERS
     metadata_timeout: float = 20.0       # status-go: 20 s per attempt ...
     metadata_retries: int = 1            # ... and one retry
+    # a peer that refused us (e.g. the owner's seeding had not started yet) is tried again after this many seconds
+    # times (its failures + 1); libtorrent's own 60 s outlasted both metadata attempts, and connect_peer() at the
+    # retry does not override it (docs/TORRENT.md)
+    reconnect_seconds: int = 5
     status_interval: float = 1.0         # post_torrent_updates period
     resume_interval: float = 10.0        # short timer for resume data
     tcp_nodelay: bool = True             # Nagle off on libtorrent's peer sockets (nodelay.py: 40 ms stalls)
@@ -56,6 +60,7 @@ class TorrentSettings:
             "close_redundant_connections": False,
             # several peers on 127.0.0.1 would otherwise make libtorrent ban the address
             "allow_multiple_connections_per_ip": True,
+            "min_reconnect_time": self.reconnect_seconds,
             "user_agent": "archivist",
         }
         pack.update(self.extra)

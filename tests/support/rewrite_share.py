@@ -1,5 +1,5 @@
 """Each xdist worker collects every test module, and pytest rewrites the asserts of each module it imports: about
-8 CPU-s a worker for the ~390 files, most of a worker's collection, done once per worker. Here worker i of N first
+8 CPU-s a worker for the ~260 files, most of a worker's collection, done once per worker. Here worker i of N first
 rewrites every N-th file itself and writes pytest's own cached bytecode for it (`__pycache__/NAME.cpython-311-
 pytest-X.pyc`, which pytest reads on import whenever it matches the source's mtime and size, also with
 PYTHONDONTWRITEBYTECODE set). By the time its collection reaches the other workers' files they are there, so each

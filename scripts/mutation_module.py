@@ -2,14 +2,14 @@
 
     .venv/bin/python scripts/mutation_module.py core/archive/codec.py [tests/unit/archive/test_codec.py ...]
     .venv/bin/python scripts/mutation_score.py --dir /tmp/archivist-mutation/codec/mutants
-    .venv/bin/python scripts/mutation_module.py --all        # `make mutation-modules`: every module in turn
+    .venv/bin/python scripts/mutation_module.py --all        # `make mutation`: every module in turn
 
 copies core/ and tests/ into WORK/NAME (NAME: the module's file name; WORK: --work, /tmp/archivist-mutation by
 default), writes there a pyproject.toml whose [tool.mutmut] mutates only that module and runs only the given test
-files, and runs mutmut there (niced, one child). Why: `make mutation` runs every module with the union of all
+files, and runs mutmut there (niced, one child). Why: `make mutation-union` runs every module with the union of all
 their tests; mutmut then runs, for each mutant, every listed test that calls the mutated function, and the
 functions nearly every test calls (keccak256, ArchiveFolder.append, the control node's build) cost a minute per
-mutant on a loaded machine. The module's own test files kill as many and run in a fraction of that. The checkout is
+mutant on a loaded machine. The module's own test files kill nearly as many (the union can only kill more) in a fraction of that. The checkout is
 not touched (other work can go on in it), and --head takes core/ as committed instead of the working tree.
 Survivors: `cd WORK/NAME && mutmut results`, `mutmut show NAME`. Without test files a module runs with its own from
 MODULES; --all runs every module of MODULES in turn (one mutmut at a time), prints each one's score and how long it
@@ -93,9 +93,9 @@ def prepare(module: str, tests: list[str], work: Path, head: bool) -> Path:
     return d
 
 
-def run_one(module: str, tests: list[str], work: Path, head: bool, nice: int) -> tuple[int, float | None, str]:
-    """Prepare and run one module; returns mutmut's exit code, the score (None: nothing was decided) and a
-    summary line (also appended to WORK/summary.tsv)."""
+def run_one(module: str, tests: list[str], work: Path, head: bool, nice: int) -> tuple[int, float | None, str, Counter]:
+    """Prepare and run one module; returns mutmut's exit code, the score (None: nothing was decided), a
+    summary line (also appended to WORK/summary.tsv) and the counts behind it."""
     d = prepare(module, tests, work, head)
     print(f"mutating {module} in {d} with {len(tests)} test file(s)", flush=True)
     mutmut = Path(sys.executable).with_name("mutmut")
@@ -105,14 +105,19 @@ def run_one(module: str, tests: list[str], work: Path, head: bool, nice: int) ->
     took = time.monotonic() - t0
     subprocess.run([sys.executable, str(ROOT / "scripts" / "mutation_score.py"), "--dir", str(d / "mutants")])
     c = sum((c for _, c in scores(d / "mutants")), Counter())
+    pct, line = summary_line(module, c, took)
+    with open(work / "summary.tsv", "a") as f:
+        f.write(line + "\n")
+    return run.returncode, pct, line, c
+
+
+def summary_line(name: str, c: Counter, seconds: float) -> tuple[float | None, str]:
+    """The score over the decided mutants (None when none was) and the tab-separated line of summary.tsv."""
     decided = c["killed"] + c["survived"] + c["no tests"] + c["other"]
     pct = 100.0 * c["killed"] / decided if decided else None
     score = f"{pct:.1f}%" if pct is not None else "-"
-    line = (f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())}\t{module}\t{sum(c.values())}\t{c['killed']}\t"
-            f"{c['survived']}\t{c['no tests']}\t{c['not checked']}\t{score}\t{took / 60:.1f} min")
-    with open(work / "summary.tsv", "a") as f:
-        f.write(line + "\n")
-    return run.returncode, pct, line
+    return pct, (f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())}\t{name}\t{sum(c.values())}\t{c['killed']}\t"
+                 f"{c['survived']}\t{c['no tests']}\t{c['not checked']}\t{score}\t{seconds / 60:.1f} min")
 
 
 def main(argv=None) -> int:
@@ -136,11 +141,14 @@ def main(argv=None) -> int:
         for module, tests in jobs:
             print(f"prepared {prepare(module, tests, a.work, a.head)}")
         return 0
-    worst, lines = 0, []
+    worst, lines, total, t0 = 0, [], Counter(), time.monotonic()
     for module, tests in jobs:
-        rc, pct, line = run_one(module, tests, a.work, a.head, a.nice)
+        rc, pct, line, c = run_one(module, tests, a.work, a.head, a.nice)
         low = a.min is not None and (pct is None or pct < a.min)
         worst, lines = worst or rc or int(low), lines + [line + ("\tUNDER MIN" if low else "")]
+        total += c
+    if len(jobs) > 1:
+        lines.append(summary_line(f"all {len(jobs)} modules", total, time.monotonic() - t0)[1])
     print("\n".join(["date\tmodule\tmutants\tkilled\tsurvived\tno tests\tunrun\tscore\ttime", *lines]))
     return worst
 

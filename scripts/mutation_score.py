@@ -1,4 +1,5 @@
-"""Per-module mutation score of the last `mutmut run` (the mutants/*.py.meta files), for `make mutation`.
+"""Per-module mutation score of the last `mutmut run` (the mutants/*.py.meta files), for `make mutation-union`
+(and each module's run of `make mutation`).
 
 Killed (a test failed) and timeout (a mutant that hangs is caught too) count as killed; survived, "no tests" and
 suspicious count against the score; mutants not checked (an interrupted run, or one restricted to some modules with

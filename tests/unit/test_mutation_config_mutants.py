@@ -1,5 +1,5 @@
 """The two lists of what mutation testing covers stay in step (docs/QUALITY.md): pyproject's [tool.mutmut] (what
-`make mutation` mutates and runs) and scripts/mutation_module.py's MODULES (`make mutation-modules`: each module with
+`make mutation-union` mutates and runs) and scripts/mutation_module.py's MODULES (`make mutation`: each module with
 its own tests). A module or test file added to one and not the other would silently drop out of one of the runs."""
 from __future__ import annotations
 

@@ -77,3 +77,71 @@ def test_cached_instrumentation_reports_the_same_coverage_and_sheds_the_same_pro
         e.write_bytes(blob[:-1] + bytes([blob[-1] ^ 1]))
     assert _run(tmp_path / "damaged", cache) == (computed, codes)
     assert _entries(cache).keys() == entries.keys()
+
+
+def _hook_namespace() -> dict:
+    """The hook's functions, without starting it (ARCHIVIST_COVERAGE_DIR unset in the namespace's run)."""
+    saved = os.environ.pop("ARCHIVIST_COVERAGE_DIR", None)
+    try:
+        ns = {"__name__": "coverage_hook_under_test"}
+        exec(compile(HOOK.read_text(), str(HOOK), "exec"), ns)
+        return ns
+    finally:
+        if saved is not None:
+            os.environ["ARCHIVIST_COVERAGE_DIR"] = saved
+
+
+def _same_code(a, b, where: str) -> None:
+    import types
+    assert (a.co_code, a.co_linetable, a.co_exceptiontable, a.co_stacksize, a.co_names, a.co_varnames) == \
+        (b.co_code, b.co_linetable, b.co_exceptiontable, b.co_stacksize, b.co_names, b.co_varnames), where
+    assert len(a.co_consts) == len(b.co_consts), where
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType):
+            _same_code(x, y, f"{where}/{x.co_name}")
+        elif type(x).__name__ == "PyCapsule":          # a probe: each process makes its own
+            assert type(y).__name__ == "PyCapsule", where
+        else:
+            assert x == y or (x != x and y != y), (where, x, y)
+
+
+def test_code_rebuilt_from_the_cache_is_slipcovers_own_instrumented_code(tmp_path, monkeypatch):
+    """Byte for byte (bytecode, line and exception tables, constants with probes in the same places), with the same
+    lines, branches and probe offsets recorded, for the largest modules of core/."""
+    import ast
+    import builtins
+    import types
+    from importlib import machinery
+
+    from slipcover import Slipcover, branch, importer
+    ns = _hook_namespace()
+    monkeypatch.setattr(importer.SlipcoverLoader, "exec_module", importer.SlipcoverLoader.exec_module)
+    for name in ("lines_from_code", "branches_from_code"):          # put back as they are (staticmethods)
+        monkeypatch.setattr(Slipcover, name, Slipcover.__dict__[name])
+    ns["_cache_instrumented"](str(tmp_path / "cache"))
+    for name in ("core/node/control.py", "core/archive/codec.py", "core/history_import.py"):
+        origin = (ROOT / name).resolve()
+        own = Slipcover(branch=True)
+        code = own.instrument(compile(branch.preinstrument(ast.parse(origin.read_bytes())), str(origin), "exec"))
+        for run in ("made", "loaded"):
+            sci = Slipcover(branch=True)
+            loader = importer.SlipcoverLoader(sci, machinery.SourceFileLoader("m", str(origin)), origin)
+            ran = []
+            with monkeypatch.context() as m:
+                m.setattr(builtins, "exec", lambda c, *_: ran.append(c))
+                loader.exec_module(types.ModuleType("m"))
+            _same_code(code, ran[0], f"{name} ({run})")
+            f = str(origin)
+            assert (sci.code_lines[f], sci.code_branches[f]) == (own.code_lines[f], own.code_branches[f])
+            assert sorted(map(repr, sci.code2index.values())) == sorted(map(repr, own.code2index.values()))
+            assert len(sci.instrumented[f]) == 1
+
+
+def test_slipcover_does_not_walk_other_threads_frames(tmp_path):
+    """_no_frame_walk: slipcover's module sees no thread's frames; the rest of the process still does."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARCHIVIST_COVERAGE")}
+    env.update(ARCHIVIST_COVERAGE_HOOK=str(HOOK), ARCHIVIST_COVERAGE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    child = ("import sys, slipcover.slipcover as s; "
+             "print(s.sys._current_frames(), len(sys._current_frames()), s.sys.version_info == sys.version_info)")
+    r = subprocess.run([sys.executable, "-c", child], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "{} 1 True\n", "")

@@ -202,9 +202,14 @@ def _cache_instrumented(folder: str) -> None:
         key = hashlib.sha256(salt + str(origin).encode() + b"\0" + source).hexdigest()
         path = os.path.join(folder, key[:40])
         entry = load(path)
-        if entry is not None:
+        try:
             tpl, indexes, lines, branches = entry
+            if not (isinstance(tpl, types.CodeType) and type(lines) is tuple and type(branches) is tuple):
+                raise TypeError("not an entry")
             new = rebuild(sci, tpl, iter(indexes))
+        except (TypeError, ValueError, AttributeError, StopIteration):   # none, or not this format: made again
+            entry = None
+        if entry is not None:
             with sci.lock:
                 sci.code_lines[tpl.co_filename].update(lines)
                 sci.code_branches[tpl.co_filename].update(branches)

@@ -78,6 +78,13 @@ def test_cached_instrumentation_reports_the_same_coverage_and_sheds_the_same_pro
     assert _run(tmp_path / "damaged", cache) == (computed, codes)
     assert _entries(cache).keys() == entries.keys()
 
+    # ... and so is one whose digest checks out but which is not an entry of this format
+    for e in cache.iterdir():
+        data = marshal.dumps((1, [2], "three"))
+        e.write_bytes(hashlib.sha256(data).digest() + data)
+    assert _run(tmp_path / "foreign", cache) == (computed, codes)
+    assert all(isinstance(entry[0], type(_run.__code__)) for entry in _entries(cache).values())
+
 
 def _hook_namespace() -> dict:
     """The hook's functions, without starting it (ARCHIVIST_COVERAGE_DIR unset in the namespace's run)."""

@@ -9,8 +9,9 @@ default), writes there a pyproject.toml whose [tool.mutmut] mutates only that mo
 files, and runs mutmut there (niced, one child). Why: `make mutation-union` runs every module with the union of all
 their tests; mutmut then runs, for each mutant, every listed test that calls the mutated function, and the
 functions nearly every test calls (keccak256, ArchiveFolder.append, the control node's build) cost a minute per
-mutant on a loaded machine. The module's own test files kill nearly as many (the union can only kill more) in a fraction of that. The checkout is
-not touched (other work can go on in it), and --head takes core/ as committed instead of the working tree.
+mutant on a loaded machine. The module's own test files kill nearly as many (the union can only kill more) in a
+fraction of that. The checkout is not touched (other work can go on in it), and --head takes core/ as committed
+instead of the working tree.
 Survivors: `cd WORK/NAME && mutmut results`, `mutmut show NAME`. Without test files a module runs with its own from
 MODULES; --all runs every module of MODULES in turn (one mutmut at a time), prints each one's score and how long it
 took, and appends both to WORK/summary.tsv, so that a run stopped by a deadline says where the next one resumes."""

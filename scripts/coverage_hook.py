@@ -120,22 +120,12 @@ def _cache_instrumented(folder: str) -> None:
     import hashlib
     import marshal
     import types
-    from slipcover import __version__, branch, bytecode, importer, probe, slipcover
+    from slipcover import __version__, branch, bytecode, importer, probe
     if (__version__, sys.version_info[:2]) != ("1.1.0", (3, 11)):
         return
     salt = f"{sys.version}|{__version__}|instrumented,indexes,lines,branches|".encode()
     real = importer.SlipcoverLoader.exec_module
-    real_lines, real_branches = slipcover.Slipcover.lines_from_code, slipcover.Slipcover.branches_from_code
-    counted = {}   # id(code) -> (code, lines, branches) while that code is being instrumented
     PROBE, SIGNAL = "\0slipcover probe", ("\0slipcover signal",)
-
-    def lines_from_code(co):
-        hit = counted.get(id(co))
-        return iter(hit[1]) if hit is not None and hit[0] is co else real_lines(co)
-
-    def branches_from_code(co):
-        hit = counted.get(id(co))
-        return iter(hit[2]) if hit is not None and hit[0] is co else real_branches(co)
 
     def template(sci, co, indexes: list) -> types.CodeType:
         """`co` (instrumented) with markers for its probes; its code objects' probe offsets appended to `indexes`,
@@ -216,12 +206,9 @@ def _cache_instrumented(folder: str) -> None:
                 sci.instrumented[tpl.co_filename].add(new)
             return new
         code = compile(branch.preinstrument(ast.parse(source)), str(origin), "exec")
-        lines, branches = tuple(real_lines(code)), tuple(real_branches(code))
-        counted[id(code)] = (code, lines, branches)
-        try:
-            new = sci.instrument(code)
-        finally:
-            del counted[id(code)]
+        new = sci.instrument(code)
+        with sci.lock:      # what instrument() recorded for this file (one module a file)
+            lines, branches = tuple(sci.code_lines[code.co_filename]), tuple(sci.code_branches[code.co_filename])
         if not sci.immediate:
             indexes: list = []
             try:
@@ -237,8 +224,6 @@ def _cache_instrumented(folder: str) -> None:
         self.sci.register_module(module)
         exec(instrumented(self.sci, self.origin), module.__dict__)
 
-    slipcover.Slipcover.lines_from_code = staticmethod(lines_from_code)
-    slipcover.Slipcover.branches_from_code = staticmethod(branches_from_code)
     importer.SlipcoverLoader.exec_module = exec_module
 
 

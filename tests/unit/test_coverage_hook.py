@@ -123,8 +123,6 @@ def test_code_rebuilt_from_the_cache_is_slipcovers_own_instrumented_code(tmp_pat
     from slipcover import Slipcover, branch, importer
     ns = _hook_namespace()
     monkeypatch.setattr(importer.SlipcoverLoader, "exec_module", importer.SlipcoverLoader.exec_module)
-    for name in ("lines_from_code", "branches_from_code"):          # put back as they are (staticmethods)
-        monkeypatch.setattr(Slipcover, name, Slipcover.__dict__[name])
     ns["_cache_instrumented"](str(tmp_path / "cache"))
     for name in ("core/node/control.py", "core/archive/codec.py", "core/history_import.py"):
         origin = (ROOT / name).resolve()

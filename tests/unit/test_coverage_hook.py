@@ -34,11 +34,17 @@ print(*codes)
 """
 
 
+def _hooked_env(out: Path) -> dict[str, str]:
+    """This environment with the hook on, writing to `out` (the run's own hook variables, if any, left out)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARCHIVIST_COVERAGE")}
+    env.update(ARCHIVIST_COVERAGE_HOOK=str(HOOK), ARCHIVIST_COVERAGE_DIR=str(out), PYTHONPATH=str(ROOT))
+    return env
+
+
 def _run(out: Path, cache: Path | None) -> tuple[dict, list[str]]:
     assert (Path(sysconfig.get_path("purelib")) / "archivist_coverage.pth").is_file(), "make setup installs the .pth"
     out.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARCHIVIST_COVERAGE")}
-    env.update(ARCHIVIST_COVERAGE_HOOK=str(HOOK), ARCHIVIST_COVERAGE_DIR=str(out), PYTHONPATH=str(ROOT))
+    env = _hooked_env(out)
     if cache is not None:
         env["ARCHIVIST_COVERAGE_CACHE"] = str(cache)
     r = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -144,8 +150,7 @@ def test_code_rebuilt_from_the_cache_is_slipcovers_own_instrumented_code(tmp_pat
 
 def test_slipcover_does_not_walk_other_threads_frames(tmp_path):
     """_no_frame_walk: slipcover's module sees no thread's frames; the rest of the process still does."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARCHIVIST_COVERAGE")}
-    env.update(ARCHIVIST_COVERAGE_HOOK=str(HOOK), ARCHIVIST_COVERAGE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    env = _hooked_env(tmp_path)
     child = ("import sys, slipcover.slipcover as s; "
              "print(s.sys._current_frames(), len(sys._current_frames()), s.sys.version_info == sys.version_info)")
     r = subprocess.run([sys.executable, "-c", child], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)

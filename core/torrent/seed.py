@@ -2,6 +2,7 @@
 that means something (seeding with peers / idle / not reachable / error)."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import libtorrent as lt
@@ -15,7 +16,7 @@ SEEDING_WITH_PEERS = "seeding-with-peers"
 IDLE = "idle"                      # seeding, no peer connected
 NOT_REACHABLE = "not-reachable"    # cannot listen, or port mapping failed and nobody ever connected in
 ERROR = "error"
-STARTING = "starting"
+STARTING = "starting"              # added; libtorrent turns peers away (torrent_not_ready) until its check is done
 
 
 class SeededTorrent:
@@ -33,6 +34,7 @@ class SeededTorrent:
         self.upload_rate = 0
         self.has_incoming = False
         self.magnet = ""
+        self.ready = threading.Event()   # set once libtorrent accepts peers for it (or it failed)
 
     def start(self) -> "SeededTorrent":
         """Alert thread."""
@@ -57,7 +59,7 @@ class SeededTorrent:
         if self.service.settings.upload_rate_limit:
             self.handle.set_upload_limit(self.service.settings.upload_rate_limit)
         self.service.seeds[self.community_id] = self
-        self._set_state(IDLE)
+        self._set_state(STARTING)
         return self
 
     def connect_peer(self, host: str, port: int) -> None:
@@ -75,6 +77,18 @@ class SeededTorrent:
         if e.kind == ev.ERROR:
             self.message = e.data["message"]
             self._set_state(ERROR)
+            self.ready.set()
+        elif e.kind == ev.CHECKED:
+            # libtorrent posts torrent_checked_alert after it has turned the torrent to "seeding": until then it
+            # disconnects every incoming peer with torrent_not_ready, and a member retries only on a later tick
+            if self.state == STARTING:
+                self._set_state(IDLE)
+            self.ready.set()
+        elif e.kind == ev.STATUS and not self.ready.is_set():   # still starting: only an error is news
+            if e.data["error"]:
+                self.message = e.data["error"]
+                self._set_state(ERROR)
+                self.ready.set()
         elif e.kind == ev.STATUS:
             d = e.data
             self.peers, self.uploaded, self.upload_rate = d["num_peers"], d["total_payload_upload"], d["upload_rate"]

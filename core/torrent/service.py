@@ -317,11 +317,16 @@ class TorrentService:
             self._ses.remove_torrent(h)
 
     def seed(self, community_id: str, data_dir: Path | str, torrent: bytes | Path | str):
-        """Seed `<data_dir>/<community_id>/{data,index}`; drops the community's previous torrent."""
+        """Seed `<data_dir>/<community_id>/{data,index}`; drops the community's previous torrent. Returns once
+        libtorrent accepts peers for it, so a member that connects at once is not turned away."""
         from core.torrent.seed import SeededTorrent
         raw = torrent if isinstance(torrent, bytes) else Path(torrent).read_bytes()
         st = SeededTorrent(self, community_id, Path(data_dir), raw)
-        return self.call(st.start).result(30)
+        st = self.call(st.start).result(30)
+        if not st.ready.wait(30):     # a peer that comes before it is done is turned away: see SeededTorrent.ready
+            log.warning("%s: libtorrent has not finished adding the seed after 30 s; it stays 'starting'",
+                        community_id)
+        return st
 
     def set_upload_rate_limit(self, bytes_per_s: int) -> None:
         """Change the per-torrent upload limit (bytes/s, 0: none) of every seed now, and of seeds added later."""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 
 import pytest
 
+from core.torrent import events as ev
 from core.torrent.selection import Selection
 from tests.integration.torrent.test_loopback_fetch import _check_partial
 
@@ -31,6 +33,33 @@ def test_a_fetch_needs_no_tick(services, community, tmp_path, mode):
     else:
         got = tmp_path / "member" / community.community_id
         assert (got / "data").read_bytes() == (community.folder / "data").read_bytes()
+
+
+def test_seed_returns_once_peers_are_accepted(services, community):
+    """libtorrent turns incoming peers away (torrent_not_ready) until it has checked a new torrent, and a member with
+    no tick does not try again: seed() returns only after the check (torrent_checked_alert), held back here."""
+    seeder = services("seeder", **NO_TICKS)
+    held, release, returned = threading.Event(), threading.Event(), []
+    dispatch = seeder._dispatch
+
+    def hold_checked(e):
+        if e.kind == ev.CHECKED:
+            held.set()
+            release.wait(30)
+        dispatch(e)
+    seeder._dispatch = hold_checked
+    caller = threading.Thread(target=lambda: returned.append(
+        seeder.seed(community.community_id, community.data_dir, community.raw)))
+    caller.start()
+    try:
+        assert held.wait(WAIT)
+        st = seeder.seeds[community.community_id]
+        assert (st.state, st.ready.is_set(), returned) == ("starting", False, [])
+    finally:
+        release.set()
+        caller.join(WAIT)
+    assert returned == [st] and st.state == "idle"
+    assert seeder.call(lambda: str(st.handle.status().state)).result(10) == "seeding"
 
 
 def _tcp_sockets():

@@ -126,6 +126,9 @@ class StandaloneCluster:
                     "SPARK_LOG_DIR": str(self.workdir / "logs"), "SPARK_WORKER_DIR": str(self.workdir / "work"),
                     "SPARK_NO_DAEMONIZE": "1",
                     "PATH": str(Path(self.python).parent) + (os.pathsep + path if path else "")})
+        # Spark's scratch (each application's executor folders, shuffle and spill files) in the work folder, not in
+        # /tmp: a tmpfs there fills RAM, and a worker that dies (machine lost, SIGKILL) leaves its folder behind
+        env.setdefault("SPARK_LOCAL_DIRS", str(self.workdir / "local"))
         env.update(self.extra_env)
         return env
 

@@ -237,6 +237,9 @@ def test_driver_and_cluster_in_two_network_namespaces(two_namespaces, tmp_path):
         launch = "\n".join(p.read_text(errors="replace") for p in launches)
         assert f"CoarseGrainedScheduler@{B_IP}:" in launch, launch[-3000:]
         assert "CoarseGrainedScheduler@127.0.0.1" not in launch
+        # their scratch went into the worker's work folder, not /tmp (which the SIGKILL below would have left a folder in)
+        scratch = list((tmp_path / "worker" / "local").glob("spark-*"))
+        assert len(scratch) == 1 and scratch[0].is_dir(), scratch
 
         # 2. hydrate the Spark-built folder, driver in B: the same rows as the single-process import
         rc, out, err = drivers.run("spark-hydrate", "--folder", str(tmp_path / "spark" / r.community_id),

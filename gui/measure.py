@@ -90,21 +90,22 @@ class StallMeter(QObject):
 def cold_start(runs: int = 3) -> list[float]:
     """Seconds from `python` process start to a painted main window (offscreen unless a display is set)."""
     code = ("import sys, time; from gui.app import make_app; from gui.main_window import MainWindow; "
-            "from PySide6.QtCore import QSettings, QTimer; import tempfile, os; "
-            "a = make_app(); w = MainWindow(settings=QSettings(os.path.join(tempfile.mkdtemp(), 's.ini'), "
+            "from PySide6.QtCore import QSettings, QTimer; "
+            "a = make_app(); w = MainWindow(settings=QSettings(sys.argv[1], "
             "QSettings.Format.IniFormat)); w.show(); a.processEvents(); w.repaint(); "
             "print('VISIBLE', flush=True); QTimer.singleShot(0, a.quit); a.exec()")
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
     out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env,
-                             cwd=str(Path(__file__).resolve().parent.parent))
-        for line in p.stdout:                      # type: ignore[union-attr]
-            if line.startswith("VISIBLE"):
-                out.append(time.perf_counter() - t0)
-                break
-        p.wait(30)
+    with tempfile.TemporaryDirectory(prefix="archivist-cold-start-") as tmp:
+        for i in range(runs):
+            t0 = time.perf_counter()
+            p = subprocess.Popen([sys.executable, "-c", code, os.path.join(tmp, f"{i}.ini")], stdout=subprocess.PIPE,
+                                 text=True, env=env, cwd=str(Path(__file__).resolve().parent.parent))
+            for line in p.stdout:                      # type: ignore[union-attr]
+                if line.startswith("VISIBLE"):
+                    out.append(time.perf_counter() - t0)
+                    break
+            p.wait(30)
     return out
 
 

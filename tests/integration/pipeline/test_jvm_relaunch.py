@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.spark]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 _CHILD = """
-import json, os, sys, tempfile
+import json, os, sys
 from core.pipeline.session import JobFailed, SparkOwner, SparkSettings
 
 def probe(spark, job):
@@ -27,7 +27,7 @@ def probe(spark, job):
 out = {}
 first = SparkOwner(SparkSettings(driver_memory="512m"))
 out["first"] = first.submit(probe).result(600)
-os.environ["SPARK_CONF_DIR"] = conf_dir = tempfile.mkdtemp()   # an empty Spark conf folder: changes nothing else
+os.environ["SPARK_CONF_DIR"] = conf_dir = sys.argv[1]   # an empty Spark conf folder: changes nothing else
 second = SparkOwner(SparkSettings(driver_memory="1g"))
 try:
     second.submit(probe).result(600)
@@ -45,8 +45,9 @@ print("RESULT " + json.dumps(out))
 
 def test_a_second_session_with_other_launch_settings_gets_its_own_jvm(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", "PYSPARK_GATEWAY_PORT")}
-    p = subprocess.run([sys.executable, "-c", _CHILD], cwd=ROOT, capture_output=True, text=True, timeout=280,
-                       env={**env, "PYTHONPATH": ROOT})
+    (tmp_path / "spark-conf").mkdir()
+    p = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "spark-conf")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=280, env={**env, "PYTHONPATH": ROOT})
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(next(line for line in p.stdout.splitlines() if line.startswith("RESULT "))[7:])
     first, second = out["first"], out["second"]

@@ -49,8 +49,9 @@ fuzz: setup
 	ARCHIVIST_FUZZ=$${ARCHIVIST_FUZZ:-1000000} $(BIN)/python -m tests.fuzz.driver
 
 # mutmut on every mutated module in turn, each with its own unit tests (scripts/mutation_module.py MODULES), outside
-# the checkout, niced, one child: every mutant is checked (about 45-70 min here); each module's score and minutes and
-# their sum go to /tmp/archivist-mutation/summary.tsv; fails when a module is under 85% (docs/QUALITY.md).
+# the checkout, niced, one child: every mutant is checked (about 45-70 min here); each module's score and minutes go
+# to /tmp/archivist-mutation/summary.tsv as it finishes, their sum is printed last; fails when a module is under 85%
+# (docs/QUALITY.md).
 mutation: setup
 	$(BIN)/python scripts/mutation_module.py --all --min 85
 

@@ -84,11 +84,6 @@ class SeededTorrent:
             if self.state == STARTING:
                 self._set_state(IDLE)
             self.ready.set()
-        elif e.kind == ev.STATUS and not self.ready.is_set():   # still starting: only an error is news
-            if e.data["error"]:
-                self.message = e.data["error"]
-                self._set_state(ERROR)
-                self.ready.set()
         elif e.kind == ev.STATUS:
             d = e.data
             self.peers, self.uploaded, self.upload_rate = d["num_peers"], d["total_payload_upload"], d["upload_rate"]
@@ -96,6 +91,9 @@ class SeededTorrent:
             if d["error"]:
                 self.message = d["error"]
                 self._set_state(ERROR)
+                self.ready.set()
+            elif not self.ready.is_set():   # still starting (see CHECKED): only an error is news
+                return
             elif self.peers > 0:
                 self._set_state(SEEDING_WITH_PEERS)
             elif self.service.listen_ok is False or (self.service.portmap_ok is False and not self.has_incoming):

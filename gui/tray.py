@@ -12,7 +12,7 @@ from core.node import events as E
 from core.node.state import Role, SeedingState
 from gui.resources import icon
 
-SEEDING = (SeedingState.SEEDING_WITH_PEERS, SeedingState.SEEDING_IDLE)
+SEEDING = (SeedingState.STARTING, SeedingState.SEEDING_WITH_PEERS, SeedingState.SEEDING_IDLE)
 
 
 class Tray(QObject):

@@ -17,7 +17,7 @@ from core.node.control import ControlNode
 from core.node.link_catchup import LinkCatchUp
 from core.node.member import NO_LINK_YET, MemberNode
 from core.node.state import (ArchiveInfo, ArchiveSupport, CommunityState, DownloadPolicy, DownloadProgress, Role,
-                             SeedingState)
+                             SeedingState, seeding_state)
 from core.status import topics as status_topics
 from core.storage.archive_state import ArchiveStateDB
 
@@ -361,8 +361,7 @@ class Engine:
             if node.seeding is not None and hasattr(node.seeding, "snapshot"):
                 snap = node.seeding.snapshot()
                 peers, uploaded = snap.get("peers", 0), snap.get("uploaded", 0)
-                seeding = SeedingState(snap.get("state", "seeding-idle")) if snap.get("state") in \
-                    {s.value for s in SeedingState} else SeedingState.SEEDING_IDLE
+                seeding = seeding_state(snap.get("state"))
             return CommunityState(cid, node.cfg.name, Role.CONTROL, node.support(), seeding, peers, uploaded,
                                   node.magnet, node.next_archive_due(), node.note(), archives,
                                   broken=node.broken, late_messages=node.late_messages)

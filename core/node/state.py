@@ -20,10 +20,20 @@ class ArchiveSupport(str, Enum):
 
 class SeedingState(str, Enum):
     NOT_SEEDING = "not-seeding"
+    STARTING = "starting"           # libtorrent checks the files; members are turned away until that is done
     SEEDING_WITH_PEERS = "seeding-with-peers"
     SEEDING_IDLE = "seeding-idle"
     NOT_REACHABLE = "not-reachable"
     ERROR = "error"
+
+
+def seeding_state(seed_state: str | None) -> SeedingState:
+    """What the GUI and the CLI show for the state of a seed (core.torrent.seed.STATES); anything else is not
+    seeding. A seed still starting is not shown as idle: members that connect now are turned away."""
+    from core.torrent import seed
+    return {seed.STARTING: SeedingState.STARTING, seed.IDLE: SeedingState.SEEDING_IDLE,
+            seed.SEEDING_WITH_PEERS: SeedingState.SEEDING_WITH_PEERS, seed.NOT_REACHABLE: SeedingState.NOT_REACHABLE,
+            seed.ERROR: SeedingState.ERROR}.get(seed_state, SeedingState.NOT_SEEDING)
 
 
 class DownloadPolicy(str, Enum):

@@ -17,6 +17,8 @@ IDLE = "idle"                      # seeding, no peer connected
 NOT_REACHABLE = "not-reachable"    # cannot listen, or port mapping failed and nobody ever connected in
 ERROR = "error"
 STARTING = "starting"              # added; libtorrent turns peers away (torrent_not_ready) until its check is done
+STOPPED = "stopped"
+STATES = (STARTING, IDLE, SEEDING_WITH_PEERS, NOT_REACHABLE, ERROR, STOPPED)   # core.node.state.seeding_state maps each
 
 
 class SeededTorrent:
@@ -71,7 +73,7 @@ class SeededTorrent:
         self.service.remove_torrent(self.handle, self)
         if self.service.seeds.get(self.community_id) is self:
             del self.service.seeds[self.community_id]
-        self._set_state("stopped")
+        self._set_state(STOPPED)
 
     def on_event(self, e: ev.TorrentEvent) -> None:
         if e.kind == ev.ERROR:

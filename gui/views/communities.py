@@ -11,7 +11,8 @@ from gui.views.inspector import make_table
 
 SUPPORT_TEXT = {ArchiveSupport.ON: "Archiving", ArchiveSupport.OFF: "Off",
                 ArchiveSupport.DISABLED_GLOBALLY: "Off (global switch)"}
-SEEDING_TEXT = {SeedingState.NOT_SEEDING: "not seeding", SeedingState.SEEDING_WITH_PEERS: "seeding to peers",
+SEEDING_TEXT = {SeedingState.NOT_SEEDING: "not seeding", SeedingState.STARTING: "starting to seed (checking files)",
+                SeedingState.SEEDING_WITH_PEERS: "seeding to peers",
                 SeedingState.SEEDING_IDLE: "seeding, no peer connected", SeedingState.NOT_REACHABLE: "not reachable",
                 SeedingState.ERROR: "error"}
 

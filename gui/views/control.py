@@ -20,6 +20,7 @@ EXPLAINER = ("When on, this computer bundles every 7 days of the community's mes
              "for members to download the archives.")
 SEEDING_SENTENCE = {
     SeedingState.NOT_SEEDING: "Not seeding.",
+    SeedingState.STARTING: "Starting: checking the archive files; members can connect once that is done.",
     SeedingState.SEEDING_WITH_PEERS: "Seeding: members are downloading history from this computer.",
     SeedingState.SEEDING_IDLE: "Seeding, idle: ready to share; no member is connected right now.",
     SeedingState.NOT_REACHABLE: "Not reachable: members cannot connect (check the firewall or port forwarding).",

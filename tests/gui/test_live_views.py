@@ -200,7 +200,7 @@ def test_a_failed_snapshot_heals_without_an_event(qtbot, window):
 
 
 def test_owner_sentences_have_their_own_words_for_each_case(qtbot):
-    from gui.views.communities import health, support_text
+    from gui.views.communities import health, is_bad, support_text
     from gui.views.control import ControlView
     v = ControlView(clock=lambda: 1_000)
     qtbot.addWidget(v)
@@ -229,3 +229,8 @@ def test_owner_sentences_have_their_own_words_for_each_case(qtbot):
                              next_archive_at=2_000_000)
     v.show_state(seeding)
     assert v.due.text().startswith("Next archive due") and v.seed_state.text().startswith("Seeding, idle")
+    starting = CommunityState(cid, "X", Role.CONTROL, ArchiveSupport.ON, SeedingState.STARTING, archives=(archive,))
+    v.show_state(starting)      # libtorrent still checks the files: members are turned away, so not "idle"
+    assert v.seed_state.text() == ("Starting: checking the archive files; members can connect once that is "
+                                   "done.")
+    assert health(starting) == "starting to seed (checking files)" and not is_bad(starting)

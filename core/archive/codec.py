@@ -18,6 +18,7 @@ from core.storage.archive_message import ArchiveMessage  # noqa: F401 - the arch
 # Status messages, each with a 65-byte sig, holds < 462k messages; a community has tens of channels).
 MAX_ARCHIVE_MESSAGES = 1_000_000
 MAX_TOPICS = 65_536
+OTHER_FIELDS = 16   # top-level fields of an archive besides its messages: version, metadata, and room for new ones
 _PB_ERRORS = (_PbDecodeError, RuntimeError, ValueError, OverflowError)
 
 
@@ -188,28 +189,38 @@ def encode_archive(start: int, end: int, topics: Sequence[bytes], messages: Iter
     return arch.SerializeToString(deterministic=True)
 
 
-def _count_messages(raw: bytes, limit: int) -> int:
-    """Top-level `messages` fields (field 3) of an encoded archive, counted without decoding, stopping past `limit`.
-    Only reached when the bytes hold more 0x1a bytes than `limit` (cheap upper bound); malformed framing stops
-    the count and is left to the protobuf parser to report."""
+def _count_fields(raw: bytes, limit: int) -> tuple[int, int]:
+    """(messages, fields): the top-level `messages` fields (field 3) of an encoded archive and all its top-level
+    fields, counted without decoding, stopping once there are more messages than `limit` or more fields than
+    `limit + OTHER_FIELDS`. An archive's top level is its version, its metadata and its messages; without the
+    second bound, megabytes of tiny other fields kept this Python loop going for about a minute. Only reached when
+    the bytes hold more 0x1a bytes than `limit` (cheap upper bound on messages); malformed framing stops the count
+    and is left to the protobuf parser to report."""
     from core.varint import DecodeError as VarintError, next_field
-    n = pos = 0
-    while pos < len(raw) and n <= limit:
+    messages = fields = pos = 0
+    most = limit + OTHER_FIELDS
+    while pos < len(raw) and messages <= limit and fields <= most:
         try:
             field, _, pos = next_field(raw, pos)
         except VarintError:
-            return n
-        n += field == 3
-    return n
+            break
+        fields += 1
+        messages += field == 3
+    return messages, fields
 
 
 def parse_archive_pb(raw: bytes, *, archive_id: str | None = None) -> pb.WakuMessageArchive:
     """Parse a WakuMessageArchive from outside, refusing absurd shapes before they are materialised."""
     raw = bytes(raw)
     limit = MAX_ARCHIVE_MESSAGES
-    if raw.count(b"\x1a") > limit and _count_messages(raw, limit) > limit:   # each message starts with 0x1a
-        raise DecodeError(f"archive holds more than {MAX_ARCHIVE_MESSAGES} messages (not a real archive)",
-                          code="archive-too-many-messages", archive_id=archive_id)
+    if raw.count(b"\x1a") > limit:                   # each message starts with 0x1a: else there cannot be too many
+        messages, fields = _count_fields(raw, limit)
+        if messages > limit:
+            raise DecodeError(f"archive holds more than {MAX_ARCHIVE_MESSAGES} messages (not a real archive)",
+                              code="archive-too-many-messages", archive_id=archive_id)
+        if fields > limit + OTHER_FIELDS:
+            raise DecodeError(f"archive has more than {limit + OTHER_FIELDS} top-level fields (not a real archive)",
+                              code="archive-undecodable", archive_id=archive_id)
     arch = pb.WakuMessageArchive()
     try:
         arch.ParseFromString(raw)

@@ -145,14 +145,35 @@ def test_decode_archive_keeps_the_version():
     assert codec.decode_archive(raw).version == 4
 
 
-def test_count_messages():
+def test_count_fields():
     m = ld(3, b"x")
-    assert codec._count_messages(m * 5, 10) == 5
-    assert codec._count_messages(ld(2, b"\x1a\x1a") + m * 3, 10) == 3        # only top-level field 3
-    assert codec._count_messages(m * 5, 2) == 3                             # stops just past the limit
-    assert codec._count_messages(m * 2 + b"\x1a\x09short", 10) == 2 + 1     # the last one's length is not checked
-    assert codec._count_messages(m * 2 + b"\x0f", 10) == 2                  # a bad tag stops the count
-    assert codec._count_messages(b"", 10) == 0
+    assert codec._count_fields(m * 5, 10) == (5, 5)
+    assert codec._count_fields(ld(2, b"\x1a\x1a") + m * 3, 10) == (3, 4)   # only top-level field 3 is a message
+    assert codec._count_fields(m * 5, 2) == (3, 3)                      # stops just past the limit
+    assert codec._count_fields(m * 2 + b"\x1a\x09short", 10) == (3, 3)  # the last one's length is not checked
+    assert codec._count_fields(m * 2 + b"\x0f", 10) == (2, 2)           # a bad tag stops the count
+    assert codec._count_fields(b"", 10) == (0, 0)
+    other = 2 + codec.OTHER_FIELDS                                       # limit + OTHER_FIELDS = 18 fields at most
+    assert codec._count_fields(vi(1, 1) * 40, 2) == (0, other + 1)      # ... then it stops, past the bound
+    assert codec._count_fields(vi(1, 1) * other + m * 40, 2) == (1, other + 1)
+    assert codec._count_fields(vi(1, 1) * (other - 3) + m * 40, 2) == (3, other)   # messages past the limit first
+    assert codec._count_fields(b"\x0d" + bytes(4) + b"\x09" + bytes(8) + m, 10) == (1, 3)   # 32- and 64-bit fields
+
+
+def test_field_bomb_is_refused_at_the_bound(monkeypatch):
+    """Megabytes of tiny fields that are not messages: refused once there are more than any archive has, without
+    walking the rest (the walk is Python; before the bound, 64 MiB of them took about a minute per decode)."""
+    monkeypatch.setattr(codec, "MAX_ARCHIVE_MESSAGES", 3)
+    head = ld(2, meta_bytes(1, 2, [])) + ld(3, b"")
+    most = 3 + codec.OTHER_FIELDS
+    ok = head + vi(1, 0x1a) * (most - 2)                   # exactly the bound: parsed (the version field repeats)
+    assert len(codec.parse_archive_pb(ok).messages) == 1
+    with pytest.raises(DecodeError) as e:
+        codec.parse_archive_pb(ok + vi(1, 0x1a), archive_id="0xcd")
+    assert str(e.value) == f"archive has more than {most} top-level fields (not a real archive)"
+    assert e.value.code == "archive-undecodable" and e.value.archive_id == "0xcd"
+    # the same fields without a 0x1a byte cannot hold too many messages: not walked, parsed by protobuf alone
+    assert codec.parse_archive_pb(head + vi(1, 7) * 100).version == 7
 
 
 def test_message_count_limit(monkeypatch):

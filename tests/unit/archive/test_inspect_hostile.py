@@ -104,6 +104,12 @@ def case_message_bomb(tmp):  # 1.5M empty messages in 3 MB: decoding them all wo
     return folder_with(tmp, [IndexEntry(1_600_000_000, 1_600_604_800, (TOPIC,), 0, size, pad)], raw + bytes(pad))
 
 
+def case_field_bomb(tmp):  # 3M tiny fields that are not messages, each with a 0x1a byte: walking them all took seconds
+    raw = codec.encode_archive(1_600_000_000, 1_600_604_800, [TOPIC], []) + b"\x08\x1a" * 3_000_000
+    size, pad = codec.padded_size(len(raw))
+    return folder_with(tmp, [IndexEntry(1_600_000_000, 1_600_604_800, (TOPIC,), 0, size, pad)], raw + bytes(pad))
+
+
 def case_missing_data(tmp):
     f = folder_with(tmp, [entry()])
     (f / "data").unlink()
@@ -128,6 +134,7 @@ CASES = [(case_offset_2_63, "index-past-data"), (case_size_2_64, "size-not-piece
          (case_overlap, "offset-overlap"), (case_non_hex_keys, "key-mismatch"),
          (case_truncated_varint, "index-undecodable"), (case_random_index, "index-undecodable"),
          (case_random_data, "archive-undecodable"), (case_message_bomb, "archive-too-many-messages"),
+         (case_field_bomb, "archive-undecodable"),
          (case_missing_data, "data-missing"), (case_random_torrent, None), (case_random_file, "index-undecodable")]
 
 

@@ -1,6 +1,7 @@
-"""Protobuf and multiformats varints (unsigned LEB128), zigzag, and the one walker over raw protobuf fields, shared
-by the hand codecs (Waku framing, CIDs) and the archive code that must look at bytes before parsing them
-(rebuilding an index from `data`, refusing message bombs)."""
+"""Protobuf and multiformats varints (unsigned LEB128), zigzag, and the one walker over raw protobuf fields
+(next_field, and iter_fields on top of it), shared by the hand codecs (Waku messages and framing, CIDs, Codex
+manifests, community descriptions) and the archive code that must look at bytes before parsing them (rebuilding an
+index from `data`, refusing message bombs)."""
 from __future__ import annotations
 
 
@@ -9,6 +10,7 @@ class DecodeError(ValueError):
 
 
 MAX_VARINT_BYTES = 10
+MAX_FIELD_NUMBER = 2**29 - 1          # protobuf's largest field number (a tag is a 32-bit varint)
 
 
 def write_varint(value: int) -> bytes:
@@ -26,8 +28,8 @@ def write_varint(value: int) -> bytes:
 
 
 def read_varint(data: bytes, pos: int = 0, end: int | None = None) -> tuple[int, int]:
-    """Return (value, next_pos), reading no further than `end`. Raises DecodeError on truncation or overlong
-    encodings."""
+    """Return (value, next_pos), reading no further than `end`. Raises DecodeError on truncation, overlong
+    encodings and values above 64 bits."""
     end = len(data) if end is None else end
     result = shift = 0
     for i in range(MAX_VARINT_BYTES):
@@ -36,6 +38,8 @@ def read_varint(data: bytes, pos: int = 0, end: int | None = None) -> tuple[int,
         b = data[pos + i]
         result |= (b & 0x7F) << shift
         if not b & 0x80:
+            if result >> 64:          # a tenth byte above 1: protobuf (and every varint we read) stops at 64 bits
+                raise DecodeError("varint above 64 bits")
             return result, pos + i + 1
         shift += 7
     raise DecodeError("varint longer than 10 bytes")
@@ -76,3 +80,22 @@ def next_field(data, pos: int, end: int | None = None) -> tuple[int, int, int]:
     else:
         raise DecodeError(f"wire type {wire} at byte {pos}")
     return tag >> 3, wire, nxt
+
+
+def iter_fields(data):
+    """(field number, wire type, value) of each top-level field of one protobuf message, as protobuf reads them: a
+    varint as int; a length-delimited, 64-bit or 32-bit value as its bytes. Raises DecodeError where protobuf
+    refuses the bytes: field number 0 or above 2**29 - 1, a value that runs past the end, groups, wire types 6 and 7 (next_field)."""
+    pos, end = 0, len(data)
+    while pos < end:
+        num, wire, nxt = next_field(data, pos, end)
+        if not 0 < num <= MAX_FIELD_NUMBER:
+            raise DecodeError(f"field number {num} at byte {pos}")
+        if nxt > end:
+            raise DecodeError(f"field {num} runs past the end ({nxt} > {end})")
+        start = read_varint(data, pos, end)[1]                  # the value, after the tag
+        if wire == 0:
+            yield num, wire, read_varint(data, start, end)[0]
+        else:
+            yield num, wire, bytes(data[read_varint(data, start, end)[1] if wire == 2 else start:nxt])
+        pos = nxt

@@ -11,7 +11,8 @@ import hashlib
 from dataclasses import dataclass
 
 from core.codex.cid import (BLOCK_CODEC, BLOCK_SIZE, CID_V1_NIM, MANIFEST_CODEC, ROOT_CODEC, SHA2_256, Cid,
-                            CidError, read_varint, tree_cid, varint)
+                            CidError, tree_cid, varint)
+from core.varint import DecodeError as VarintError, iter_fields
 
 LAYOUT_2025 = "2025"
 LAYOUT_2026 = "2026"
@@ -83,33 +84,15 @@ def _field_bytes(num: int, value: bytes) -> bytes:
 
 
 def parse_fields(buf: bytes) -> dict[int, list[int | bytes]]:
-    """Every field of one protobuf message: {number: [values]}. Varints and length-delimited only
-    (the only wire types nim-codex writes); fixed32/64 are skipped; groups are refused."""
+    """Every field of one protobuf message: {number: [values]} (core.varint.iter_fields). Varints and
+    length-delimited only (the only wire types nim-codex writes); fixed32/64 are skipped; groups are refused."""
     fields: dict[int, list[int | bytes]] = {}
-    pos = 0
     try:
-        while pos < len(buf):
-            key, pos = read_varint(buf, pos)
-            num, wt = key >> 3, key & 7
-            if num == 0:
-                raise ManifestError("protobuf field number 0")
-            if wt == 0:
-                val, pos = read_varint(buf, pos)
-            elif wt == 2:
-                n, pos = read_varint(buf, pos)
-                if pos + n > len(buf):
-                    raise ManifestError("length-delimited field runs past the end")
-                val, pos = bytes(buf[pos:pos + n]), pos + n
-            elif wt in (1, 5):
-                pos += 8 if wt == 1 else 4
-                if pos > len(buf):
-                    raise ManifestError("fixed-size field runs past the end")
-                continue
-            else:
-                raise ManifestError(f"unsupported protobuf wire type {wt}")
-            fields.setdefault(num, []).append(val)
-    except CidError as e:
-        raise ManifestError(str(e)) from None
+        for num, wt, val in iter_fields(buf):
+            if wt in (0, 2):
+                fields.setdefault(num, []).append(val)
+    except VarintError as e:
+        raise ManifestError(f"manifest protobuf: {e}") from None
     return fields
 
 

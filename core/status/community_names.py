@@ -9,7 +9,7 @@ bytes come from the network, so anything malformed raises CommunityDescriptionEr
 from __future__ import annotations
 
 from core.status.errors import StatusError
-from core.varint import DecodeError, next_field, read_varint
+from core.varint import DecodeError, iter_fields
 
 COMMUNITY_DESCRIPTION = 25     # ApplicationMetadataMessage.Type
 MAX_NAME = 200                 # a longer "name" is not shown (status-go limits display names far below this)
@@ -19,32 +19,14 @@ class CommunityDescriptionError(StatusError):
     code = "community-description-undecodable"
 
 
-def _fields(data: bytes):
-    """(field number, wire type, value) of each top-level field: a varint as int, a length-delimited value as
-    bytes, anything else None."""
-    pos = 0
-    while pos < len(data):
-        tag, after_tag = read_varint(data, pos)
-        num, wire, nxt = next_field(data, pos)
-        if nxt > len(data):
-            raise DecodeError(f"field {num} runs past the end ({nxt} > {len(data)})")
-        if wire == 0:
-            yield num, wire, read_varint(data, after_tag)[0]
-        elif wire == 2:
-            yield num, wire, data[read_varint(data, after_tag)[1]:nxt]
-        else:
-            yield num, wire, None
-        pos = nxt
-
-
 def _string(b: bytes) -> str:
     return b.decode("utf-8")
 
 
 def _chat_name(chat: bytes) -> str | None:
-    for num, wire, value in _fields(chat):
+    for num, wire, value in iter_fields(chat):
         if num == 3 and wire == 2:                       # CommunityChat.identity
-            for n2, w2, v2 in _fields(value):
+            for n2, w2, v2 in iter_fields(value):
                 if n2 == 4 and w2 == 2:                  # ChatIdentity.display_name
                     return _string(v2)
     return None
@@ -55,12 +37,12 @@ def clock_and_channels(description: bytes) -> tuple[int, dict[str, str]]:
     CommunityDescriptionError."""
     clock, names = 0, {}
     try:
-        for num, wire, value in _fields(bytes(description)):
+        for num, wire, value in iter_fields(bytes(description)):
             if num == 1 and wire == 0:
                 clock = value
             elif num == 6 and wire == 2:                 # map entry: key = 1 (UUID), value = 2 (CommunityChat)
                 key, chat = None, b""
-                for n2, w2, v2 in _fields(value):
+                for n2, w2, v2 in iter_fields(value):
                     if n2 == 1 and w2 == 2:
                         key = _string(v2)
                     elif n2 == 2 and w2 == 2:

@@ -12,7 +12,7 @@ import struct
 import time
 from dataclasses import dataclass
 
-from core.varint import DecodeError, read_varint, write_varint, zigzag_decode, zigzag_encode
+from core.varint import DecodeError, iter_fields, write_varint, zigzag_decode, zigzag_encode
 
 MAX_META_SIZE = 64
 NWAKU_MAX_MESSAGE_SIZE = 150 * 1024    # nwaku's default --max-msg-size
@@ -74,34 +74,6 @@ def encode_message(m: WakuMessage) -> bytes:
     if m.ephemeral is not None:
         out += _key(31, 0) + write_varint(1 if m.ephemeral else 0)
     return bytes(out)
-
-
-def iter_fields(data: bytes):
-    """Yield (field_number, wire_type, value) for each top-level field; value is int or bytes."""
-    pos, n = 0, len(data)
-    while pos < n:
-        key, pos = read_varint(data, pos)
-        field, wire = key >> 3, key & 7
-        if field == 0:
-            raise DecodeError("field number 0")
-        if wire == 0:
-            val, pos = read_varint(data, pos)
-        elif wire == 1:
-            if pos + 8 > n:
-                raise DecodeError("truncated fixed64")
-            val, pos = data[pos:pos + 8], pos + 8
-        elif wire == 2:
-            ln, pos = read_varint(data, pos)
-            if pos + ln > n:
-                raise DecodeError("truncated length-delimited field")
-            val, pos = data[pos:pos + ln], pos + ln
-        elif wire == 5:
-            if pos + 4 > n:
-                raise DecodeError("truncated fixed32")
-            val, pos = data[pos:pos + 4], pos + 4
-        else:
-            raise DecodeError(f"unsupported wire type {wire}")
-        yield field, wire, val
 
 
 _EXPECTED_WIRE = {1: 2, 2: 2, 3: 0, 10: 0, 11: 2, 21: 2, 31: 0}

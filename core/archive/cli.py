@@ -16,6 +16,7 @@ from pathlib import Path
 
 from core.archive.errors import ArchiveError
 from core.archive.inspect import inspect_path
+from core.archive.torrent import is_magnet_link
 from core.archive.verify import verify_folder, verify_index_file
 
 
@@ -133,10 +134,6 @@ def _fail(cmd: str, message: str, code: int) -> int:
     return code
 
 
-def _is_magnet(path: str) -> bool:
-    return path.lstrip().lower().startswith("magnet:")
-
-
 def _one_shot(cmd):
     """inspect/verify: no cyclic GC while they run (collections over 200k live index entries cost more than they
     could free; re-enabled after, as tests call commands in-process), and a closed pipe (`| head`) ends the
@@ -172,7 +169,7 @@ MAGNET_USAGE = "a magnet link needs the network: run `archivist fetch MAGNET` fi
 def cmd_inspect(a) -> int:
     """Exit 0 listed, 1 faults found (index faults, archives that cannot be read), 2 unusable input."""
     from core.archive.inspect import Unusable
-    if _is_magnet(a.path):
+    if is_magnet_link(a.path):
         return _fail("inspect", MAGNET_USAGE, 2)
     if why := _unusable(Path(a.path)):
         return _fail("inspect", why, 2)
@@ -268,7 +265,7 @@ def cmd_verify(a) -> int:
     from core.archive.inspect import folder_for_torrent
     from core.archive.torrent import read_metainfo
     from core.archive.verify import Report
-    if _is_magnet(a.path) or (a.torrent and _is_magnet(a.torrent)):
+    if is_magnet_link(a.path) or (a.torrent and is_magnet_link(a.torrent)):
         return _fail("verify", MAGNET_USAGE, 2)
     p = Path(a.path)
     discover = a.torrent is None

@@ -162,6 +162,13 @@ def build_metainfo(folder: Path | str, community_id: str, trackers: Sequence[str
     return fastbencode.bencode(meta)
 
 
+def is_magnet_link(text: str) -> bool:
+    """Whether an archive link (or what a user typed) is a magnet link, not a Codex CID or a path: the one rule for
+    every reader. The scheme's case does not matter (RFC 3986) and neither do blanks around it;
+    core.torrent.magnet.parse_magnet says what is wrong with the rest."""
+    return text.strip()[:8].lower() == "magnet:?"
+
+
 def magnet_link(infohash_hex: str, name: str, trackers: Sequence[str] = ()) -> str:
     parts = [f"magnet:?xt=urn:btih:{infohash_hex.lower()}", f"dn={quote(name, safe='')}"]
     parts += [f"tr={quote(t, safe='')}" for t in trackers]

@@ -331,9 +331,10 @@ def verify_archive_blob(aid: str, entry: cindex.CodexIndexEntry, raw: bytes,
 
 def link_kind(link: str) -> str | None:
     """"magnet" or "codex" (a bare manifest CID): how readers tell the two backends apart; None if neither."""
-    link = link.strip()
-    if link.startswith("magnet:?"):
+    from core.archive.torrent import is_magnet_link
+    if is_magnet_link(link):
         return "magnet"
+    link = link.strip()
     from core.codex.cid import is_cid
     return "codex" if is_cid(link) else None
 

@@ -108,7 +108,8 @@ class ArchiveLinkMessage:
 
     @property
     def is_magnet(self) -> bool:
-        return self.link.startswith("magnet:?")
+        from core.archive.torrent import is_magnet_link
+        return is_magnet_link(self.link)
 
 
 def build_archive_link_application(key: PrivateKey, clock: int, link: str) -> bytes:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from core.archive.constants import COMMUNITY_ID
+from core.archive.torrent import is_magnet_link
 
 MAX_LINK = 8192                       # far beyond any link we build (infohash, community ID, a few trackers)
 _HEX = re.compile(r"^[0-9a-fA-F]{40}\Z")
@@ -51,7 +52,7 @@ def parse_magnet(uri: str, community_id: str | None = None, *, need_community: b
     uri = uri.strip()
     if len(uri) > MAX_LINK:
         raise MagnetError(f"not a magnet link: {len(uri)} characters (at most {MAX_LINK})")
-    if not uri[:8].lower() == "magnet:?":
+    if not is_magnet_link(uri):
         raise MagnetError("not a magnet link: it does not start with 'magnet:?'")
     try:
         uri.encode("utf-8")     # lone surrogates (from a mis-decoded file or clipboard) are not text libtorrent takes

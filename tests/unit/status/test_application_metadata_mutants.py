@@ -105,7 +105,7 @@ def test_is_magnet():
     assert am.ArchiveLinkMessage(1, "magnet:?xt=x", b"").is_magnet
     assert not am.ArchiveLinkMessage(1, "magnet:xt=x", b"").is_magnet
     assert not am.ArchiveLinkMessage(1, "zDvZRwzm" + "a" * 40, b"").is_magnet
-    assert not am.ArchiveLinkMessage(1, "MAGNET:?xt=x", b"").is_magnet
+    assert am.ArchiveLinkMessage(1, " MAGNET:?xt=x", b"").is_magnet   # core.archive.torrent.is_magnet_link's rule
 
 
 def test_link_application_is_type_43_signed_over_the_body(community):

@@ -7,7 +7,7 @@ an empty message in the same run (C, nothing materialised: the floor of any look
 - field bomb: a real header, then tiny fields that are not messages, each holding a 0x1a byte (the cheap bound on
   messages), up to the largest archive `data` may hold (64 MiB; 16 MiB in the quick run): refused as
   archive-undecodable once there are more top-level fields than any archive has. Before that bound the walk went
-  through all of them in Python: 3M fields (6 MB) took ~5 s, 64 MiB about a minute, on every decode.
+  through all of them in Python: 3M fields (6 MB) took ~5 CPU-s, 64 MiB ~43 CPU-s, on every decode.
 
 CPU seconds of this process, one round in the quick run (`make test`'s check that it runs); ARCHIVIST_SLOW=1: the
 best of 3, and the 64 MiB field bomb."""

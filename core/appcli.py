@@ -12,8 +12,9 @@ def open_target(target: str | None) -> Path | str | None:
         return None
     if target.startswith("file://"):
         return Path(unquote(urlparse(target).path))
-    if target.startswith("magnet:"):
-        return target
+    from core.archive.torrent import is_magnet_link
+    if is_magnet_link(target):
+        return target.strip()
     return Path(target)
 
 

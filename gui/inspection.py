@@ -10,7 +10,7 @@ from core.archive.constants import DATA_FILE, INDEX_FILE, PIECE_LENGTH
 from core.archive.errors import ArchiveError
 from core.archive.index_check import plan_reads
 from core.archive.inspect import ArchiveRow, inspect_path, message_count, read_index, read_raw
-from core.archive.torrent import Metainfo, piece_hashes, read_metainfo
+from core.archive.torrent import Metainfo, is_magnet_link, piece_hashes, read_metainfo
 from core.archive.verify import Finding, Report, verify_folder, verify_index_file
 from core.torrent.magnet import MagnetError, parse_magnet
 
@@ -173,7 +173,7 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
                 fetcher: MagnetFetcher | None = None) -> InspectorResult:
     """Open a folder, `index`, `data`, `.torrent`, magnet link or Codex index CID; verify what can be verified."""
     source = source.strip()
-    if source.startswith("magnet:") and fetcher is not None:
+    if is_magnet_link(source) and fetcher is not None:
         try:
             parse_magnet(source, need_community=True)
         except MagnetError as e:
@@ -192,7 +192,7 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
     if source.startswith("codex:") or (not Path(source).exists() and _is_cid(source)):
         from core.codex.client import DEFAULT_API
         return open_codex(source.removeprefix("codex:"), codex_api or DEFAULT_API)
-    if source.startswith("magnet:"):
+    if is_magnet_link(source):
         try:
             m = parse_magnet(source)
         except MagnetError as e:

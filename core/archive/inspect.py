@@ -13,7 +13,7 @@ from core.archive import codec
 from core.archive.constants import DATA_FILE, INDEX_FILE
 from core.archive.errors import ArchiveError
 from core.archive.index_check import Finding, check_entries, plan_reads
-from core.archive.torrent import Metainfo, read_metainfo
+from core.archive.torrent import Metainfo, is_magnet_link, read_metainfo
 
 MAX_INDEX_READ = 64 * 1024 * 1024      # ~600k archives: far beyond any community; refused before reading
 _SKIP_REASON = {
@@ -181,7 +181,7 @@ def inspect_path(source: str, *, count_messages: bool = True) -> Inspection:
     """Resolve `source` and list its archives. Raises ArchiveError (Unusable when the input cannot be used at
     all) or OSError."""
     p = Path(source)
-    if source.lstrip().lower().startswith("magnet:"):
+    if is_magnet_link(source):
         raise Unusable("a magnet link needs the network: use `archivist fetch` first, then inspect the folder",
                        code="needs-network")
     if not p.exists():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, CommunityConfig
 from core.pipeline.session import EXECUTOR_TIMEOUT_S
+from core.torrent.magnet import format_peer, parse_peer
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S
 
 DEFAULT_POLICIES = ("all", "latest")  # a default needs no dates; a range is chosen per community
@@ -61,11 +62,13 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("archivist", "archivist"))
 
 
-def _peer(s: str) -> tuple[str, int]:
-    host, _, port = s.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigError(f"peer {s!r} is not HOST:PORT")
-    return host, int(port)
+def peer(s) -> tuple[str, int]:
+    """A BitTorrent peer from the config file or a settings form (core.torrent.magnet.parse_peer's rule, the one
+    for every peer address). Raises ConfigError."""
+    p = parse_peer(s.strip()) if isinstance(s, str) else None
+    if p is None:
+        raise ConfigError(f"BitTorrent peer {s!r} is not HOST:PORT (or [IPv6]:PORT), with a port from 1 to 65535")
+    return p
 
 
 def _bool(v, key: str) -> bool:
@@ -119,7 +122,7 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             default_policy=default_policy,
             tick_seconds=float(doc.get("tick_seconds", 1.0)),
             torrent_listen=str(t.get("listen", "0.0.0.0:0")),
-            torrent_peers=[_peer(x) for x in t.get("peers", [])],
+            torrent_peers=[peer(x) for x in t.get("peers", [])],
             torrent_local=bool(t.get("local", False)),
             waku_backend=str(w.get("backend", "embedded")),
             waku_host=str(w.get("host", "127.0.0.1")),
@@ -233,7 +236,7 @@ def dump(s: NodeSettings, base: Path, channel_names: dict[str, str] | None = Non
             lines.append(f"{key} = {_toml(getattr(s, attr))}")
     lines += ["", "[torrent]", f"listen = {_toml(s.torrent_listen)}", f"local = {_toml(s.torrent_local)}"]
     if s.torrent_peers:
-        lines.append(f"peers = {_toml([f'{h}:{p}' for h, p in s.torrent_peers])}")
+        lines.append(f"peers = {_toml([format_peer(h, p) for h, p in s.torrent_peers])}")
     lines += ["", "[waku]", f"backend = {_toml(s.waku_backend)}"]
     for key, attr in (("network", "waku_network"),
                       ("host", "waku_host"), ("port", "waku_port"), ("peers", "waku_peers"),
@@ -402,7 +405,7 @@ def first_run_settings(*, role: str, community_id: str, data_dir: Path, name: st
     s = NodeSettings(data_dir=Path(data_dir), torrent_listen=f"{host}:{torrent_port}", torrent_local=loopback,
                      waku_backend="nwaku-rest" if nwaku_rest_url else "embedded", waku_port=waku_port,
                      waku_peers=[p for p in (waku_peers or []) if p.strip()],
-                     torrent_peers=[_peer(p.strip()) for p in (torrent_peers or []) if p.strip()],
+                     torrent_peers=[peer(p) for p in (torrent_peers or []) if p.strip()],
                      default_policy=default_policy)
     if nwaku_rest_url:
         s.waku_rest_url = nwaku_rest_url

@@ -9,14 +9,15 @@ import time
 from pathlib import Path
 
 from core.archive.errors import ArchiveError
+from core.torrent.magnet import parse_peer
 from core.torrent.selection import add_selection_arguments, selection_from_args
 
 
 def _peer(s: str) -> tuple[str, int]:
-    host, _, port = s.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"peer {s!r} is not HOST:PORT")
-    return host.strip("[]"), int(port)
+    p = parse_peer(s.strip())
+    if p is None:
+        raise argparse.ArgumentTypeError(f"peer {s!r} is not HOST:PORT (or [IPv6]:PORT), with a port from 1 to 65535")
+    return p
 
 
 def _default_dir(sub: str) -> Path:

@@ -36,6 +36,11 @@ def parse_peer(text: str) -> tuple[str, int] | None:
     return (host.strip("[]"), int(port)) if ok else None
 
 
+def format_peer(host: str, port: int) -> str:
+    """What parse_peer reads back: an IPv6 address in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def _infohash(value: str) -> str:
     if _HEX.match(value):
         return value.lower()

@@ -11,7 +11,8 @@ from pathlib import Path
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
                                QSpinBox, QVBoxLayout, QWidget)
 
-from core.node.config import ConfigError, NodeSettings, load, save
+from core.node.config import ConfigError, NodeSettings, load, peer, save
+from core.torrent.magnet import format_peer
 from core.waku.networks import NETWORKS
 from gui.views.spark_settings import SparkBox
 
@@ -67,7 +68,7 @@ class NodeSettingsForm(QGroupBox):
         self.waku_peers.setFixedHeight(60)
         self.nwaku = QLineEdit(s.waku_rest_url if s.waku_backend == "nwaku-rest" else "")
         self.nwaku.setPlaceholderText("empty: the embedded Waku node; e.g. http://127.0.0.1:8645")
-        self.torrent_peers = QPlainTextEdit("\n".join(f"{h}:{p}" for h, p in s.torrent_peers))
+        self.torrent_peers = QPlainTextEdit("\n".join(format_peer(h, p) for h, p in s.torrent_peers))
         self.torrent_peers.setPlaceholderText("HOST:PORT of known seeders, one per line (optional)")
         self.torrent_peers.setFixedHeight(48)
         self.grace = QSpinBox()
@@ -150,15 +151,7 @@ class NodeSettingsForm(QGroupBox):
             default_policy=self.policy.currentData(), **self.spark.values(self.loaded))
 
     def _peers(self) -> list[tuple[str, int]]:
-        out = []
-        for line in self.torrent_peers.toPlainText().splitlines():
-            host, _, port = line.strip().rpartition(":")
-            if not line.strip():
-                continue
-            if not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ConfigError(f"BitTorrent peer {line.strip()!r} is not HOST:PORT")
-            out.append((host.strip("[]"), int(port)))
-        return out
+        return [peer(line) for line in self.torrent_peers.toPlainText().splitlines() if line.strip()]
 
     def changed(self) -> bool:
         try:

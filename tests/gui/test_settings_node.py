@@ -3,9 +3,10 @@ Save writes the TOML (core.node.config.save) and reopening shows it; a running n
 config by "Restart node"."""
 from __future__ import annotations
 
+import pytest
 from PySide6.QtWidgets import QDialogButtonBox
 
-from core.node.config import first_run_settings, load, save
+from core.node.config import ConfigError, first_run_settings, load, save
 from gui.views.node_settings import AFTER_RESTART, LIVE, NOW
 from gui.views.settings import SettingsDialog
 
@@ -34,14 +35,15 @@ def test_change_save_reopen_shows_the_toml_value(qtbot, settings, tmp_path):
     f.grace.setValue(90)
     f.retention.setValue(45)
     f.policy.setCurrentIndex(f.policy.findData("latest"))
-    f.torrent_peers.setPlainText("127.0.0.1:6881\n")
+    f.torrent_peers.setPlainText("127.0.0.1:6881\n[::1]:6882\n")
     f.waku_peers.setPlainText("/ip4/127.0.0.1/tcp/60000/p2p/16Uiu2HAmPLe7Mzm8TsYUubgCAW1aJoeFScxrLj8ppHFivPo97bUZ")
     f.nwaku.setText("http://127.0.0.1:8645")
     dlg.buttons.button(QDialogButtonBox.StandardButton.Save).click()
     assert dlg.result() == SettingsDialog.DialogCode.Accepted     # no running node: nothing to restart
     s = load(path)
     assert (s.waku_port, s.grace_period, s.waku_backend) == (60123, 5400, "nwaku-rest")
-    assert (s.retention_period, s.default_policy, s.torrent_peers) == (45 * 86400, "latest", [("127.0.0.1", 6881)])
+    assert (s.retention_period, s.default_policy, s.torrent_peers) == (45 * 86400, "latest",
+                                                                       [("127.0.0.1", 6881), ("::1", 6882)])
     assert "retention_period = 3888000" in path.read_text() and 'default_policy = "latest"' in path.read_text()
     assert settings.value("engine/default_policy") == "latest"        # the join page's first choice follows
     assert s.waku_peers[0].startswith("/ip4/127.0.0.1/tcp/60000/")
@@ -51,7 +53,12 @@ def test_change_save_reopen_shows_the_toml_value(qtbot, settings, tmp_path):
     qtbot.addWidget(again)
     assert (again.node.waku_port.value(), again.node.grace.value(), again.node.retention.value()) == (60123, 90, 45)
     assert again.node.policy.currentData() == "latest"
-    assert again.node.torrent_peers.toPlainText() == "127.0.0.1:6881"
+    assert again.node.torrent_peers.toPlainText() == "127.0.0.1:6881\n[::1]:6882"
+    again.node.torrent_peers.setPlainText("h:0")                  # the one rule for peers (core.node.config.peer)
+    with pytest.raises(ConfigError) as e:
+        again.node.settings()
+    assert str(e.value).startswith("BitTorrent peer 'h:0' is not HOST:PORT")
+    again.node.torrent_peers.setPlainText("127.0.0.1:6881\n[::1]:6882")
     assert again.node.nwaku.text() == "http://127.0.0.1:8645" and not again.restart_btn.isVisible()
 
 

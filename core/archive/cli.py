@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from core.archive.constants import community_id_arg
 from core.archive.errors import ArchiveError
 from core.archive.inspect import inspect_path
 from core.archive.torrent import is_magnet_link
@@ -28,17 +29,6 @@ def _hex_topic(s: str) -> bytes:
         return bytes.fromhex(v)
     except ValueError:
         raise argparse.ArgumentTypeError(f"topic {s!r} is not hex") from None
-
-
-def _community_id(s: str) -> str:
-    v = s.lower()
-    if not v.startswith("0x") or len(v) != 68:
-        raise argparse.ArgumentTypeError("community ID must be 0x + 66 hex digits (a compressed public key)")
-    try:
-        bytes.fromhex(v[2:])
-    except ValueError:
-        raise argparse.ArgumentTypeError("community ID is not hex") from None
-    return v
 
 
 def _ts(t: int) -> str:
@@ -102,7 +92,7 @@ def print_build_result(res, as_json: bool) -> None:
 def add_build_arguments(p) -> None:
     """The arguments of `build` (shared with `spark-build`, which must accept exactly the same)."""
     p.add_argument("--db", required=True, help="SQLite file with a waku_messages table")
-    p.add_argument("--community-id", required=True, type=_community_id)
+    p.add_argument("--community-id", required=True, type=community_id_arg)
     p.add_argument("--topic", required=True, action="append", type=_hex_topic, help="0x<8 hex>; repeat per topic")
     p.add_argument("--data-dir", required=True)
     p.add_argument("--torrent-dir", required=True)

@@ -14,3 +14,22 @@ DEFAULT_TRACKERS = (
 # A community ID as folders, torrents and magnet links name it: 0x + the 33-byte compressed public key, lower case.
 # \Z, not $: $ also matches before a final newline.
 COMMUNITY_ID = re.compile(r"^0x[0-9a-f]{66}\Z")
+
+
+def community_id(text) -> str:
+    """A community ID as folders, torrents, links and databases name it (COMMUNITY_ID), from what a person typed or
+    a file holds: blanks around it and the case of its hex do not matter. The one rule for every command, screen and
+    config that takes one. Raises ValueError with one sentence."""
+    v = text.strip().lower() if isinstance(text, str) else ""
+    if not COMMUNITY_ID.match(v):
+        raise ValueError(f"{str(text)[:80]!r} is not a community ID (0x + 66 hex digits)")
+    return v
+
+
+def community_id_arg(text: str) -> str:
+    """The argparse type of every `--community-id`: community_id, its error as argparse's."""
+    import argparse
+    try:
+        return community_id(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from core.archive.constants import community_id_arg
 from core.archive.errors import ArchiveError
 from core.codex import index as cindex
 from core.codex.backend import (CodexMember, CodexOwner, checked_download, verify_archive_blob, verify_index_blob)
@@ -148,11 +149,11 @@ def _reader(p: argparse.ArgumentParser) -> None:
     p.add_argument("cid", help="index CID (the archive link announced by the community)")
     p.add_argument("--network", action="store_true", help="fetch from the network, not only the local store")
     p.add_argument("--encrypt-key", help="community group key HEX[@TIMESTAMP_MS] for encrypted communities")
-    p.add_argument("--community-id", help="needed with --encrypt-key")
+    p.add_argument("--community-id", type=community_id_arg, help="needed with --encrypt-key")
 
 
 def register(sub) -> None:
-    from core.archive.cli import _community_id, _hex_topic
+    from core.archive.cli import _hex_topic
     p = sub.add_parser("codex-inspect")
     _common(p)
     _reader(p)
@@ -165,7 +166,7 @@ def register(sub) -> None:
     p = sub.add_parser("codex-publish")
     _common(p)
     p.add_argument("--db", required=True, help="status-go waku_messages SQLite file")
-    p.add_argument("--community-id", required=True, type=_community_id)
+    p.add_argument("--community-id", required=True, type=community_id_arg)
     p.add_argument("--topic", action="append", required=True, type=_hex_topic, help="0x + 8 hex; repeat")
     p.add_argument("--state-dir", type=Path, required=True, help="where the owner keeps its Codex state")
     p.add_argument("--start", type=int)

@@ -6,6 +6,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.archive.constants import community_id as canonical_community_id
 from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, CommunityConfig
 from core.pipeline.session import EXECUTOR_TIMEOUT_S
 from core.torrent.magnet import format_peer, parse_peer
@@ -153,8 +154,12 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             role = c.get("role", "member")
             if role not in ("control", "member"):
                 raise ConfigError(f"community role must be control or member, not {role!r}")
+            try:
+                cid = canonical_community_id(c.get("id"))
+            except ValueError as e:
+                raise ConfigError(f"[[community]] id: {e}") from None
             s.communities.append(CommunityConfig(
-                community_id=str(c["id"]).lower(), name=str(c.get("name", "")), role=role,
+                community_id=cid, name=str(c.get("name", "")), role=role,
                 channel_chat_ids=[str(x) for x in c.get("channels", [])], key_file=rel(c.get("key_file")),
                 archive_support=bool(c.get("archive_support", True)), policy=str(c.get("policy", default_policy)),
                 range_start=c.get("from"), range_end=c.get("to"),
@@ -385,6 +390,7 @@ def first_run_settings(*, role: str, community_id: str, data_dir: Path, name: st
     if role not in ("control", "member"):
         raise ConfigError(f"role must be control or member, not {role!r}")
     try:
+        community_id = canonical_community_id(community_id)
         community_public_key(community_id)
     except ValueError as e:
         raise ConfigError(str(e)) from None
@@ -411,6 +417,6 @@ def first_run_settings(*, role: str, community_id: str, data_dir: Path, name: st
         s.waku_rest_url = nwaku_rest_url
     rng = (range_start, range_end) if policy == "range" else (None, None)
     s.communities.append(CommunityConfig(
-        community_id=community_id.lower(), name=name.strip(), role=role, channel_chat_ids=list(channels or []),
+        community_id=community_id, name=name.strip(), role=role, channel_chat_ids=list(channels or []),
         key_file=str(key_file) if key_file else None, policy=policy, range_start=rng[0], range_end=rng[1]))
     return s

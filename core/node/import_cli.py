@@ -11,7 +11,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from core.archive.constants import COMMUNITY_ID
+from core.archive.constants import COMMUNITY_ID, community_id_arg
 from core.archive.errors import ArchiveError
 from core.history_import import ImportResult
 from core.storage.history import HistoryWriteError
@@ -104,9 +104,9 @@ def cmd_import(a) -> int:
     from core.cli import print_json
     from core.torrent.selection import selection_from_args
     folder = Path(a.folder)
-    cid = (a.community_id or folder.resolve().name).lower()
+    cid = a.community_id or folder.resolve().name.lower()
     try:
-        if not COMMUNITY_ID.match(cid):
+        if not COMMUNITY_ID.match(cid):       # the folder's name (--community-id is checked by argparse)
             raise ImportUsageError(f"{cid!r} is not a community ID (0x + 66 hex digits): name it with --community-id")
         rep = import_folder(folder, a.history, cid, selection_from_args(a), keys=a.key or ())
     except (ImportUsageError, ValueError, ArchiveError, OSError, HistoryWriteError, sqlite3.Error) as e:
@@ -127,7 +127,7 @@ def register(sub) -> None:
     p = sub.add_parser("import")
     p.add_argument("folder", help="folder with `data` and `index` (downloaded by us or any BitTorrent client)")
     p.add_argument("--history", required=True, help="member history SQLite file (created if missing)")
-    p.add_argument("--community-id", help="0x + 66 hex (default: the folder's name)")
+    p.add_argument("--community-id", type=community_id_arg, help="0x + 66 hex (default: the folder's name)")
     add_selection_arguments(p)
     p.add_argument("--key", action="append", help="community group key HEX[@TIMESTAMP_MS] (encrypted; repeat)")
     p.add_argument("--json", action="store_true")

@@ -10,7 +10,8 @@ import functools
 import sys
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from core.archive.cli import _community_id, add_build_arguments
+from core.archive.cli import add_build_arguments
+from core.archive.constants import community_id_arg
 from core.archive.errors import ArchiveError
 from core.pipeline.session import EXECUTOR_TIMEOUT_S as DEFAULT_EXECUTOR_TIMEOUT
 
@@ -208,7 +209,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("spark-hydrate")
     p.add_argument("--folder", required=True, help="folder with the downloaded `data` and `index`")
-    p.add_argument("--community-id", required=True, type=_community_id)
+    p.add_argument("--community-id", required=True, type=community_id_arg)
     p.add_argument("--db", required=True, help="member history SQLite file (created if missing)")
     p.add_argument("--archive-id", action="append", help="archive to import; repeat (default: the selection)")
     from core.torrent.selection import add_selection_arguments

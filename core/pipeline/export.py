@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.archive import codec
-from core.archive.constants import DATA_FILE, INDEX_FILE
+from core.archive.constants import DATA_FILE, INDEX_FILE, community_id
 from core.pipeline import export_rows as X
 from core.pipeline.session import SparkJob, SparkOwner
 
@@ -25,7 +25,6 @@ COLUMNS = ("time", "channel", "chat_id", "author", "author_name", "type", "text"
 PARTITION_BYTES = 64 << 20
 # What Spark's file writer leaves in an output folder: a leftover OUT.tmp made only of these is ours to remove.
 _SPARK_NAMES = re.compile(r"^(_SUCCESS|_temporary|week=.*|\..*\.crc)\Z")
-_COMMUNITY_ID = re.compile(r"^0x0[23][0-9a-fA-F]{64}\Z")
 
 
 class ExportError(Exception):
@@ -74,12 +73,14 @@ def source_kind(source: Path | str) -> str:
     return "history"
 
 
-def folder_community_id(folder: Path | str, community_id: str | None) -> str:
-    if community_id:
-        return community_id
-    name = Path(folder).resolve().name
-    if _COMMUNITY_ID.match(name):
-        return name.lower()
+def folder_community_id(folder: Path | str, cid: str | None) -> str:
+    """The community of a folder export: `cid` when given, else the folder's name (core.archive.constants'
+    community_id rule, either way). Raises ExportError."""
+    try:
+        return community_id(cid or Path(folder).resolve().name)
+    except ValueError:
+        if cid:
+            raise ExportError(f"{cid!r} is not a community ID (0x + 66 hex digits)", "no-community-id") from None
     raise ExportError(f"cannot tell the community of {folder}: its name is not a community ID; give --community-id",
                       "no-community-id")
 
@@ -173,7 +174,7 @@ def export_job(spark, job: SparkJob | None, source: Path | str, out: Path | str,
     if kind == "folder":
         rdd, n = _folder_rdd(sc, source, folder_community_id(source, community_id), store)
     else:
-        rdd, n = _history_rdd(sc, source, community_id)
+        rdd, n = _history_rdd(sc, source, folder_community_id(source, community_id) if community_id else None)
     result = ExportResult(str(out), fmt, kind)
     tmp = _tmp(out)
     shutil.rmtree(tmp, ignore_errors=True)      # check_output made sure it is a previous export's leftover

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from core.archive.constants import community_id_arg
 from core.pipeline.cli import NOTHING_WRITTEN, _owner, add_spark_arguments, run_job
 
 
@@ -58,7 +59,7 @@ def register(sub) -> None:
     p.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")
     p.add_argument("--out", required=True, help="output folder (must be empty or absent unless --overwrite)")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder (once complete)")
-    p.add_argument("--community-id", help="folder: the community (default: the folder's name); history: export "
+    p.add_argument("--community-id", type=community_id_arg, help="folder: the community (default: the folder's name); history: export "
                    "only this community (default: all)")
     p.add_argument("--key", action="append", help="community group key HEX[@TIMESTAMP_MS] (encrypted; repeat)")
     p.add_argument("--key-store", metavar="FILE", help="group keys file (a node's group-keys.json; read only)")

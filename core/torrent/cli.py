@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+from core.archive.constants import community_id_arg
 from core.archive.errors import ArchiveError
 from core.torrent.magnet import parse_peer
 from core.torrent.selection import add_selection_arguments, selection_from_args
@@ -50,7 +51,7 @@ def register(sub) -> None:
     p = sub.add_parser("seed")
     _add_common(p)
     p.add_argument("--torrent-dir", type=Path, required=True, help="folder with <communityID>.torrent files")
-    p.add_argument("--community-id", default=None, help="seed only this community")
+    p.add_argument("--community-id", default=None, type=community_id_arg, help="seed only this community")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     p.set_defaults(func=cmd_seed)
 
@@ -58,7 +59,8 @@ def register(sub) -> None:
     p.add_argument("magnet")
     add_selection_arguments(p)
     p.add_argument("--peer", type=_peer, action="append", default=[], help="connect to HOST:PORT (repeatable)")
-    p.add_argument("--community-id", default=None, help="expected community ID (default: the magnet's dn)")
+    p.add_argument("--community-id", default=None, type=community_id_arg,
+                   help="expected community ID (default: the magnet's dn)")
     p.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
     _add_common(p)
     p.set_defaults(func=cmd_fetch, mode=None)

@@ -27,7 +27,7 @@ def test_build_rejects_bad_arguments(tmp_path, capsys):
         main(["build", "--db", "x", "--community-id", "0x12", "--topic", "0x00", "--data-dir", "d",
               "--torrent-dir", "t"])
     assert e.value.code == 2
-    assert "community ID must be" in capsys.readouterr().err
+    assert "argument --community-id: '0x12' is not a community ID (0x + 66 hex digits)" in capsys.readouterr().err
     assert main(["build", "--db", str(tmp_path / "missing.sqlite"), "--community-id", "0x" + "02" * 33,
                  "--topic", "0x00eb85a7", "--data-dir", str(tmp_path), "--torrent-dir", str(tmp_path)]) == 2
     assert "does not exist" in capsys.readouterr().err

@@ -24,8 +24,8 @@ def test_defaults_match_the_control_node_and_are_not_written(tmp_path):
 
 def test_default_policy_applies_to_members_without_their_own(tmp_path):
     s = load(write(tmp_path, 'data_dir = "d"\ndefault_policy = "latest"\nretention_period = 86400\n'
-                             '[[community]]\nid = "0x02aa"\nrole = "member"\n'
-                             '[[community]]\nid = "0x02bb"\nrole = "member"\npolicy = "all"\n'))
+                             '[[community]]\nid = "0x02' + "aa" * 32 + '"\nrole = "member"\n'
+                             '[[community]]\nid = "0x02' + "bb" * 32 + '"\nrole = "member"\npolicy = "all"\n'))
     assert [c.policy for c in s.communities] == ["latest", "all"]
     assert s.retention_period == 86400
     back = load(save(s, tmp_path / "again.toml"))

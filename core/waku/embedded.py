@@ -285,6 +285,7 @@ class EmbeddedWakuBackend:
             if resp.status_code != 200:
                 raise StoreQueryError(resp.status_code, resp.status_desc, peer)
             for kv in resp.messages:
+                kv.message.DiscardUnknownFields()     # parsed already: what protobuf skipped is not walked again
                 m = decode_message(kv.message.SerializeToString(), require_presence=False)
                 yield ReceivedMessage(kv.pubsub_topic, m, kv.message_hash)
             if not resp.HasField("pagination_cursor") or not resp.messages:
@@ -312,6 +313,7 @@ class EmbeddedWakuBackend:
             if resp.error != v2pb.HistoryResponse.NONE:
                 raise StoreQueryError(int(resp.error), v2pb.HistoryResponse.Error.Name(resp.error), peer)
             for pm in resp.messages:
+                pm.DiscardUnknownFields()
                 m = decode_message(pm.SerializeToString(), require_presence=False)
                 ps = pubsub_topic or ""
                 yield ReceivedMessage(ps, m, m.hash(ps))

@@ -44,6 +44,7 @@ async def answer_v3(data: bytes, publish: PublishFn) -> lpb.LightpushResponse:
         if not req.HasField("message"):
             return lpb.LightpushResponse(request_id=req.request_id, status_code=BAD_REQUEST,
                                          status_desc="no message")
+        req.message.DiscardUnknownFields()            # parsed already: what protobuf skipped is not walked again
         msg = decode_message(req.message.SerializeToString(), require_presence=False)
     except (PbDecodeError, DecodeError) as e:
         return lpb.LightpushResponse(status_code=BAD_REQUEST, status_desc=f"malformed request: {e}")
@@ -94,6 +95,7 @@ async def answer_v2(data: bytes, publish: PublishFn) -> lpb.PushRpc | None:
         out.response.is_success, out.response.info = False, "no request"
         return out
     try:
+        rpc.request.message.DiscardUnknownFields()
         msg = decode_message(rpc.request.message.SerializeToString(), require_presence=False)
         await publish(rpc.request.pubsub_topic or None, msg)
         out.response.is_success, out.response.info = True, "OK"

@@ -87,3 +87,18 @@ def test_abusive_store_queries():
     assert out.response.error == v2pb.HistoryResponse.INVALID_CURSOR
     lp = lpb.LightpushRequest(request_id="q")
     assert trio.run(lightpush.answer_v3, lp.SerializeToString(), _publish).status_code == 400
+
+
+def test_lightpush_message_with_many_unknown_fields_is_taken_without_them():
+    """protobuf has parsed the request, unknown fields included: they are dropped before the message is read again
+    (core.waku.message.decode_message refuses more than MAX_FIELDS fields), as they are from store pages."""
+    msg = WakuMessage(b"p", "/a/1/b/c", timestamp=7)
+    req = lpb.LightpushRequest(request_id="r1", pubsub_topic="/waku/2/rs/16/32")
+    req.message.MergeFromString(encode_message(msg) + b"\x20\x00" * 1000)
+    published = []
+
+    async def publish(topic, m):
+        published.append((topic, m))
+        return 1
+    resp = trio.run(lightpush.answer_v3, req.SerializeToString(), publish)
+    assert (resp.status_code, resp.request_id) == (200, "r1") and published == [("/waku/2/rs/16/32", msg)]

@@ -11,6 +11,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Iterable
 
+import base58
+
 from core.varint import DecodeError as VarintError, read_varint as _read_varint, write_varint
 
 BLOCK_SIZE = 64 * 1024
@@ -22,8 +24,9 @@ CID_V1_NIM = 2            # Nim's CidVersion enum: CIDvIncorrect=0, CIDv0=1, CID
 
 KEY_NONE, KEY_BOTTOM, KEY_ODD, KEY_ODD_BOTTOM = 0, 1, 2, 3
 _ZERO = bytes(32)
-_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_B58_INDEX = {c: i for i, c in enumerate(_B58)}
+# A CIDv1 of ours is ~52 base58 characters; base58 decoding is quadratic in the length, and a link or an index
+# entry from outside can be megabytes: a longer text is refused before it is decoded (160k characters took 5 s).
+MAX_CID_TEXT = 128
 
 
 class CidError(ValueError):
@@ -33,25 +36,14 @@ class CidError(ValueError):
 # ---- base58btc / varint ---------------------------------------------------------------------------------------
 
 def b58encode(data: bytes) -> str:
-    n = int.from_bytes(data, "big")
-    out = []
-    while n:
-        n, r = divmod(n, 58)
-        out.append(_B58[r])
-    zeros = len(data) - len(data.lstrip(b"\0"))
-    return "1" * zeros + "".join(reversed(out))
+    return base58.b58encode(data).decode("ascii")
 
 
 def b58decode(text: str) -> bytes:
-    n = 0
-    for c in text:
-        try:
-            n = n * 58 + _B58_INDEX[c]
-        except KeyError:
-            raise CidError(f"character {c!r} is not base58btc") from None
-    zeros = len(text) - len(text.lstrip("1"))
-    body = n.to_bytes((n.bit_length() + 7) // 8, "big") if n else b""
-    return b"\0" * zeros + body
+    try:
+        return base58.b58decode(text)
+    except ValueError:
+        raise CidError(f"{text[:80]!r} is not base58btc") from None
 
 
 def varint(n: int) -> bytes:
@@ -97,7 +89,9 @@ class Cid:
     @classmethod
     def parse(cls, text: str) -> "Cid":
         if not isinstance(text, str) or len(text) < 2 or text[0] != "z":
-            raise CidError(f"{text!r} is not a base58btc (z...) CIDv1")
+            raise CidError(f"{text[:80]!r} is not a base58btc (z...) CIDv1")
+        if len(text) > MAX_CID_TEXT:
+            raise CidError(f"a CID of {len(text)} characters is not one of ours (at most {MAX_CID_TEXT})")
         return cls.from_binary(b58decode(text[1:]))
 
 

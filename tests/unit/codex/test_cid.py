@@ -75,3 +75,21 @@ def test_round_trip_and_errors():
     for bad in ["", "z", "Qm123", "z0OIl", "zDvZRwz", str(cid)[:-2]]:
         with pytest.raises(CidError):
             parse_cid(bad)
+
+
+def test_a_cid_text_longer_than_any_of_ours_is_refused_before_decoding():
+    """base58 decoding is quadratic in the length: a link or an index entry of 160k characters took ~5 s. Ours are
+    ~52 characters; anything over MAX_CID_TEXT is refused at once, whatever it holds."""
+    from core.codex.backend import link_kind
+    from core.codex.cid import MAX_CID_TEXT, Cid, CidError, is_cid
+    long = "z" + "2" * 160_000
+    with pytest.raises(CidError) as e:
+        Cid.parse(long)
+    assert str(e.value) == f"a CID of 160001 characters is not one of ours (at most {MAX_CID_TEXT})"
+    assert not is_cid(long) and link_kind(long) is None
+    with pytest.raises(CidError) as e:
+        Cid.parse("z" + "2" * MAX_CID_TEXT)                      # one over: refused the same way
+    assert "characters is not one of ours" in str(e.value)
+    with pytest.raises(CidError) as e:
+        Cid.parse("z" + "2" * (MAX_CID_TEXT - 1))                # at the bound: decoded (and not a CID)
+    assert "characters is not one of ours" not in str(e.value)

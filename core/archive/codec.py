@@ -19,6 +19,9 @@ from core.storage.archive_message import ArchiveMessage  # noqa: F401 - the arch
 MAX_ARCHIVE_MESSAGES = 1_000_000
 MAX_TOPICS = 65_536
 OTHER_FIELDS = 16   # top-level fields of an archive besides its messages: version, metadata, and room for new ones
+# An index's entries, BitTorrent or Codex: ~5,000 years of weekly archives (`make bench` decodes a 200k-entry index).
+# Unbounded, a 256 MiB index of empty entries (the largest a torrent may carry) took minutes and tens of GB.
+MAX_INDEX_ENTRIES = 262_144
 _PB_ERRORS = (_PbDecodeError, RuntimeError, ValueError, OverflowError)
 
 
@@ -189,24 +192,33 @@ def encode_archive(start: int, end: int, topics: Sequence[bytes], messages: Iter
     return arch.SerializeToString(deterministic=True)
 
 
-def _count_fields(raw: bytes, limit: int) -> tuple[int, int]:
-    """(messages, fields): the top-level `messages` fields (field 3) of an encoded archive and all its top-level
-    fields, counted without decoding, stopping once there are more messages than `limit` or more fields than
-    `limit + OTHER_FIELDS`. An archive's top level is its version, its metadata and its messages; without the
-    second bound, 64 MiB of tiny other fields kept this Python loop going for ~43 CPU-s. Only reached when
-    the bytes hold more 0x1a bytes than `limit` (cheap upper bound on messages); malformed framing stops the count
-    and is left to the protobuf parser to report."""
+def _count_fields(raw: bytes, limit: int, field: int = 3) -> tuple[int, int]:
+    """(matching, fields): the top-level fields numbered `field` (an archive's messages, 3; an index's entries, 1)
+    and all top-level fields, counted without decoding, stopping once there are more matching than `limit` or more
+    fields than `limit + OTHER_FIELDS`. An archive's top level is its version, its metadata and its messages (an
+    index's, its entries); without the second bound, 64 MiB of tiny other fields kept this Python loop going for
+    ~43 CPU-s. Only reached when the bytes hold more tag bytes than `limit` (the cheap upper bound: 0x1a for field
+    3, 0x0a for field 1); malformed framing stops the count and is left to the protobuf parser to report."""
     from core.varint import DecodeError as VarintError, next_field
-    messages = fields = pos = 0
+    matching = fields = pos = 0
     most = limit + OTHER_FIELDS
-    while pos < len(raw) and messages <= limit and fields <= most:
+    while pos < len(raw) and matching <= limit and fields <= most:
         try:
-            field, _, pos = next_field(raw, pos)
+            number, _, pos = next_field(raw, pos)
         except VarintError:
             break
         fields += 1
-        messages += field == 3
-    return messages, fields
+        matching += number == field
+    return matching, fields
+
+
+def refuse_too_many_entries(raw: bytes, code: str) -> None:
+    """Raise DecodeError(code) when an index (BitTorrent's or Codex's: both a map in field 1) lists more than
+    MAX_INDEX_ENTRIES entries, or has more top-level fields than that, before protobuf builds any of them."""
+    if raw.count(b"\x0a") > MAX_INDEX_ENTRIES:       # each entry starts with 0x0a: else there cannot be too many
+        entries, fields = _count_fields(raw, MAX_INDEX_ENTRIES, field=1)
+        if entries > MAX_INDEX_ENTRIES or fields > MAX_INDEX_ENTRIES + OTHER_FIELDS:
+            raise DecodeError(f"index lists more than {MAX_INDEX_ENTRIES} archives (not a real index)", code=code)
 
 
 def parse_archive_pb(raw: bytes, *, archive_id: str | None = None) -> pb.WakuMessageArchive:
@@ -286,9 +298,11 @@ def decode_index(raw: bytes) -> dict[str, IndexEntry]:
     """Decode an index file into {archive_id: entry}, in data order. Raises DecodeError; does not check
     invariants (index_check.check_entries does). Each entry's archive ID is computed here from the parsed bytes
     (unknown fields dropped, as status-go's ID never covers them), not by rebuilding a protobuf per entry."""
+    raw = bytes(raw)
+    refuse_too_many_entries(raw, "index-too-big")
     idx = _IndexEntries()
     try:
-        idx.ParseFromString(bytes(raw))
+        idx.ParseFromString(raw)
     except _PB_ERRORS as e:
         raise DecodeError(f"index does not decode as WakuMessageArchiveIndex: {e}", code="index-undecodable") from None
     archives = idx.archives

@@ -10,7 +10,7 @@ from typing import Iterable, Mapping
 
 from google.protobuf.message import DecodeError as _PbDecodeError
 
-from core.archive.codec import DecodedArchive, archive_id, decode_archive, metadata_pb
+from core.archive.codec import DecodedArchive, archive_id, decode_archive, metadata_pb, refuse_too_many_entries
 from core.archive.errors import ArchiveError
 from core.codex.cid import CidError, parse_cid
 from core.pb import communities_archive_pb2 as pb
@@ -67,9 +67,11 @@ def decode_index(raw: bytes) -> dict[str, CodexIndexEntry]:
     from core.archive.errors import DecodeError
     if len(raw) > MAX_INDEX_BYTES:
         raise DecodeError(f"Codex index of {len(raw)} bytes is implausibly large", code="index-too-large")
+    raw = bytes(raw)
+    refuse_too_many_entries(raw, "index-too-large")
     idx = pb.CodexWakuMessageArchiveIndex()
     try:
-        idx.ParseFromString(bytes(raw))
+        idx.ParseFromString(raw)
     except (_PbDecodeError, RuntimeError, ValueError) as e:
         raise DecodeError(f"index does not decode as CodexWakuMessageArchiveIndex: {e}",
                           code="index-undecodable") from None

@@ -160,6 +160,28 @@ def test_count_fields():
     assert codec._count_fields(b"\x0d" + bytes(4) + b"\x09" + bytes(8) + m, 10) == (1, 3)   # 32- and 64-bit fields
 
 
+def test_count_fields_of_another_number():
+    e = ld(1, b"entry")
+    assert codec._count_fields(e * 4 + ld(3, b"x"), 10, field=1) == (4, 5)
+    assert codec._count_fields(e * 4, 2, field=1) == (3, 3)
+
+
+@pytest.mark.parametrize("decode,code", [(codec.decode_index, "index-too-big"), ("codex", "index-too-large")])
+def test_an_index_with_too_many_entries_is_refused_before_parsing(monkeypatch, decode, code):
+    """BitTorrent's and Codex's index alike (both a map in field 1): at most MAX_INDEX_ENTRIES entries, and as many
+    top-level fields plus OTHER_FIELDS; empty entries are counted too (protobuf would build each one)."""
+    if decode == "codex":
+        from core.codex.index import decode_index as decode
+    monkeypatch.setattr(codec, "MAX_INDEX_ENTRIES", 3)
+    with pytest.raises(DecodeError) as e:
+        decode(ld(1, b"") * 4)
+    assert str(e.value) == "index lists more than 3 archives (not a real index)" and e.value.code == code
+    with pytest.raises(DecodeError) as e:                    # other fields: more than 3 + OTHER_FIELDS in all
+        decode(ld(1, b"") + vi(2, 10) * (3 + codec.OTHER_FIELDS))
+    assert e.value.code == code
+    assert len(decode(ld(1, b"") * 3)) == 1                  # at the bound: parsed (one map key, "", thrice)
+
+
 def test_field_bomb_is_refused_at_the_bound(monkeypatch):
     """Megabytes of tiny fields that are not messages: refused once there are more than any archive has, without
     walking the rest (the walk is Python; before the bound, 64 MiB of them took about a minute per decode)."""

@@ -110,6 +110,12 @@ def case_field_bomb(tmp):  # 3M tiny fields that are not messages, each with a 0
     return folder_with(tmp, [IndexEntry(1_600_000_000, 1_600_604_800, (TOPIC,), 0, size, pad)], raw + bytes(pad))
 
 
+def case_index_bomb(tmp):  # 300k empty index entries in 600 kB: protobuf would build every one
+    f = folder_with(tmp, [entry()])
+    (f / "index").write_bytes(b"\x0a\x00" * 300_000)
+    return f
+
+
 def case_missing_data(tmp):
     f = folder_with(tmp, [entry()])
     (f / "data").unlink()
@@ -134,7 +140,7 @@ CASES = [(case_offset_2_63, "index-past-data"), (case_size_2_64, "size-not-piece
          (case_overlap, "offset-overlap"), (case_non_hex_keys, "key-mismatch"),
          (case_truncated_varint, "index-undecodable"), (case_random_index, "index-undecodable"),
          (case_random_data, "archive-undecodable"), (case_message_bomb, "archive-too-many-messages"),
-         (case_field_bomb, "archive-undecodable"),
+         (case_field_bomb, "archive-undecodable"), (case_index_bomb, "index-too-big"),
          (case_missing_data, "data-missing"), (case_random_torrent, None), (case_random_file, "index-undecodable")]
 
 

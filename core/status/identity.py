@@ -24,6 +24,10 @@ KEY_FILE_VERSION = 1
 SCRYPT_N = 2 ** 17       # ~0.3 s on this machine: a deliberate cost for guessing passphrases
 SCRYPT_R = 8
 SCRYPT_P = 1
+# What a key file may ask of scrypt: 256 MiB (128·N·r bytes) and N·r·p ≤ 2^22 (~2 s here). Ours ask 128 MiB and 2^20,
+# geth's standard keystore 256 MiB and 2^21; the old bounds alone let a file ask for 16 GiB and ~9 minutes.
+SCRYPT_MAX_MEMORY = 256 * 1024 * 1024
+SCRYPT_MAX_WORK = 2 ** 22
 
 
 # ---------------------------------------------------------------- signatures
@@ -177,7 +181,8 @@ class CommunityIdentity:
                 if passphrase is None:
                     raise KeyFileError("key file is passphrase-protected: a passphrase is needed", code="passphrase")
                 n, r, p = int(enc["n"]), int(enc["r"]), int(enc["p"])
-                if not (2 <= n <= 2 ** 22 and n & (n - 1) == 0 and 1 <= r <= 32 and 1 <= p <= 16):
+                if not (2 <= n <= 2 ** 22 and n & (n - 1) == 0 and 1 <= r <= 32 and 1 <= p <= 16
+                        and 128 * n * r <= SCRYPT_MAX_MEMORY and n * r * p <= SCRYPT_MAX_WORK):
                     raise KeyFileError("key file scrypt parameters are out of range")
                 key = scrypt(passphrase.encode(), bytes.fromhex(enc["salt"]), 32, N=n, r=r, p=p)
                 cipher = AES.new(key, AES.MODE_GCM, nonce=bytes.fromhex(enc["nonce"]))

@@ -80,6 +80,28 @@ def test_passphrase_key_file(tmp_path, community):
         CommunityIdentity.from_file_json(doc, "correct horse")
 
 
+@pytest.mark.parametrize("n,r,p,ok", [
+    (2 ** 17, 8, 1, True),              # what we write
+    (2 ** 18, 8, 1, True),              # geth's standard keystore: 256 MiB, 2^21
+    (2 ** 18, 8, 2, True),              # 2^22 of work: the bound
+    (2 ** 18, 8, 4, False),             # 2^23 of work
+    (2 ** 19, 8, 1, False),             # 512 MiB
+    (2 ** 22, 32, 16, False),           # 16 GiB and ~9 minutes: within the old bounds
+])
+def test_a_key_file_asks_scrypt_for_bounded_memory_and_work(tmp_path, community, monkeypatch, n, r, p, ok):
+    """Refused before scrypt runs. scrypt is replaced by a recorder (running it at these sizes is the cost the
+    bound avoids): an accepted file reaches it, then fails on its key (not derived with these parameters)."""
+    from core.status import identity
+    doc = json.loads(community.save(tmp_path / "c.json", "pw", scrypt_n=2 ** 10).read_text())
+    doc["encryption"].update(n=n, r=r, p=p)
+    asked = []
+    monkeypatch.setattr(identity, "scrypt", lambda pw, salt, size, N, r, p: asked.append((N, r, p)) or bytes(32))
+    with pytest.raises(KeyFileError) as e:
+        CommunityIdentity.from_file_json(doc, "pw")
+    assert (asked, str(e.value) == "key file scrypt parameters are out of range") == (
+        ([(n, r, p)], False) if ok else ([], True))
+
+
 @pytest.mark.parametrize("doc", [{}, [], {"type": "archivist-community-key", "version": 9},
                                  {"type": "archivist-community-key", "version": 1, "private_key": "nothex"},
                                  {"type": "archivist-community-key", "version": 1, "encryption": {"kdf": "scrypt"}}])

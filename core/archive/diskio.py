@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 from pathlib import Path
 from typing import BinaryIO
 
@@ -111,3 +112,24 @@ def disk_error(e: OSError, path: Path | str, doing: str, outcome: str) -> Archiv
     err.errno = e.errno
     err.path = str(path)
     return err
+
+
+def write_private_file(path: Path | str, data: bytes) -> Path:
+    """Atomically write a file created with mode 0600 (never briefly readable by others), fsynced: the one way a
+    secret is written (community key files, group keys, the Waku node key). Not through `disk`: a secret is not
+    part of an archive folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path

@@ -17,6 +17,7 @@ from Crypto.Cipher import AES
 from Crypto.Protocol.KDF import scrypt
 
 from core.archive.codec import keccak256
+from core.archive.diskio import write_private_file  # noqa: F401 - key files, and core.status's other secrets
 from core.status.errors import KeyFileError, SignatureError
 
 KEY_FILE_TYPE = "archivist-community-key"
@@ -215,25 +216,6 @@ class CommunityIdentity:
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise KeyFileError(f"{path}: not JSON: {e}") from None
         return cls.from_file_json(doc, passphrase)
-
-
-def write_private_file(path: Path | str, data: bytes) -> Path:
-    """Atomically write a file created with mode 0600 (never briefly readable by others), fsynced."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def key_file_is_private(path: Path | str) -> bool:

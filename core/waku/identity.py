@@ -1,12 +1,13 @@
 """Persisted secp256k1 node identity (peer ids `16Uiu2...`), stored as the hex secret in a 0600 file."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from libp2p.crypto.keys import KeyPair
 from libp2p.crypto.secp256k1 import create_new_key_pair
 from libp2p.peer.id import ID
+
+from core.archive.diskio import write_private_file
 
 
 def load_or_create_identity(path: str | Path | None) -> KeyPair:
@@ -20,14 +21,7 @@ def load_or_create_identity(path: str | Path | None) -> KeyPair:
             raise ValueError(f"{p}: not a 32-byte secp256k1 secret")
         return create_new_key_pair(secret)
     kp = create_new_key_pair()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(p.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(kp.private_key.to_bytes().hex() + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, p)
+    write_private_file(p, (kp.private_key.to_bytes().hex() + "\n").encode())
     return kp
 
 

@@ -5,23 +5,19 @@ Cells that depend on more than their row (a member's choice, a download's progre
 `refresh_cells()`, which tells the views only about the rows whose shown cells changed."""
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+
+from core.archive.inspect import utc_text
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1     # the row's key
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2    # raw value for sorting
 
 
 def fmt_time(ts: int | float | None) -> str:
-    if ts is None:
-        return ""
-    try:
-        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
-    except (OverflowError, OSError, ValueError):    # a hostile archive's time that no date can hold
-        return str(ts)
+    return "" if ts is None else utc_text(ts)       # a hostile archive's time that no date can hold: the number
 
 
 def fmt_bytes(n: int | None) -> str:

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from core.archive.constants import PIECE_LENGTH
+from core.archive.inspect import utc_text
 
 PASSED, FAILED, NOT_CHECKED = "passed", "failed", "not checked"
 REDOWNLOAD = ("Download the community's archives again (a BitTorrent client rechecks the folder and fetches only "
@@ -116,11 +117,7 @@ class Check:
 
 
 def _window(row) -> str:
-    fmt = lambda t: datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d")  # noqa: E731
-    try:
-        return f"{fmt(row.start)} to {fmt(row.end)}"
-    except (OverflowError, OSError, ValueError):
-        return f"{row.start} to {row.end}"
+    return f"{utc_text(row.start, '%Y-%m-%d')} to {utc_text(row.end, '%Y-%m-%d')}"
 
 
 def faults(result) -> list[Fault]:

@@ -11,12 +11,11 @@ import functools
 import gc
 import os
 import sys
-import time
 from pathlib import Path
 
 from core.archive.constants import community_id_arg
 from core.archive.errors import ArchiveError
-from core.archive.inspect import inspect_path
+from core.archive.inspect import inspect_path, utc_text
 from core.archive.torrent import is_magnet_link
 from core.archive.verify import verify_folder, verify_index_file
 
@@ -31,12 +30,7 @@ def _hex_topic(s: str) -> bytes:
         raise argparse.ArgumentTypeError(f"topic {s!r} is not hex") from None
 
 
-def _ts(t: int) -> str:
-    """UTC "YYYY-MM-DD HH:MM"; a timestamp from outside that no date can hold is shown as the number."""
-    try:
-        return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
-    except (OverflowError, OSError, ValueError):
-        return str(t)
+_ts = utc_text          # UTC "YYYY-MM-DD HH:MM"; a timestamp no date can hold is shown as the number
 
 
 _date_of_ordinal = datetime.date.fromordinal

@@ -5,6 +5,7 @@ Everything here reads files from outside: sizes are checked against the file bef
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -14,6 +15,15 @@ from core.archive.constants import DATA_FILE, INDEX_FILE
 from core.archive.errors import ArchiveError
 from core.archive.index_check import Finding, check_entries, plan_reads
 from core.archive.torrent import Metainfo, is_magnet_link, read_metainfo
+
+
+def utc_text(t, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    """A timestamp (seconds) as UTC text for people: the one rule of every listing (the CLIs, the GUI's tables,
+    report and timeline). A timestamp from outside that no date can hold is shown as the number."""
+    try:
+        return time.strftime(fmt, time.gmtime(t))
+    except (OverflowError, OSError, ValueError, TypeError):
+        return str(t)
 
 MAX_INDEX_READ = 64 * 1024 * 1024      # ~600k archives: far beyond any community; refused before reading
 _SKIP_REASON = {

@@ -5,7 +5,6 @@ Exit codes as in core/cli.py: 0 success, 1 the content checked is bad, 2 usage, 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import sys
 from pathlib import Path
@@ -19,7 +18,8 @@ from core.codex.errors import CodexError, CodexVerifyError
 
 
 def _ts(t: int) -> str:
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    from core.archive.inspect import utc_text
+    return utc_text(t)
 
 
 def _untransform(a):

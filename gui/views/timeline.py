@@ -1,7 +1,6 @@
 """The archive timeline: one bar per 7-day window (messages), a line for its size (KiB)."""
 from __future__ import annotations
 
-import datetime as dt
 from typing import Iterable
 
 from PySide6.QtCharts import (QBarCategoryAxis, QBarSeries, QBarSet, QChart, QChartView, QLineSeries,
@@ -9,6 +8,7 @@ from PySide6.QtCharts import (QBarCategoryAxis, QBarSeries, QBarSet, QChart, QCh
 from PySide6.QtCore import QMargins, QPointF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 
+from core.archive.inspect import utc_text
 from core.node.state import ArchiveInfo
 
 
@@ -56,7 +56,7 @@ class TimelineChart(QChartView):
         for i, (s, _e, m, b) in enumerate(data):
             bars.append(m)
             sizes.append(QPointF(i, b / 1024))
-            cats.append(dt.datetime.fromtimestamp(s, dt.timezone.utc).strftime("%b %d"))
+            cats.append(utc_text(s, "%b %d"))
         series = QBarSeries()
         series.append(bars)
         ch.addSeries(series)

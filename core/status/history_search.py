@@ -20,6 +20,7 @@ from pathlib import Path
 
 from core.status.alias import AliasError, three_word_name
 from core.storage import history as H
+from core.storage.member_history import history_row, row_columns
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS history_search_docs (
@@ -35,7 +36,6 @@ CREATE TABLE IF NOT EXISTS history_search_state (name TEXT PRIMARY KEY, value IN
   hash BLOB);
 """
 BATCH = 2000          # rows per indexing transaction: the importer never waits long for the write lock
-_SELECT = ("m.hash, m.chat_id, m.topic, m.timestamp, m.clock, m.sender, m.text, m.message_type, m.archive_id")
 
 
 def has_fts5() -> bool:
@@ -64,18 +64,6 @@ def fts_query(text: str) -> str | None:
     world"). Words are quoted, so no input is FTS5 syntax and none raises a syntax error. None when empty."""
     words = [w.replace('"', '""') for w in text.split()]
     return " ".join(f'"{w}"*' for w in words if w.strip('"')) or None
-
-
-def _hex(b: bytes | None) -> str:
-    return "0x" + bytes(b).hex() if b else ""
-
-
-def row_dict(r: tuple) -> dict:
-    """A history row as the History view shows it (the same keys as MemberHistory.messages)."""
-    h, chat, topic, ts, clock, sender, text, mtype, aid = r
-    return {"id": _hex(h), "chat_id": chat or "", "topic": _hex(topic), "timestamp": ts, "clock": clock or 0,
-            "author": _hex(sender), "text": text or "", "app_type": mtype if mtype is not None else -1,
-            "source": "archive" if aid else "live", "archive_id": aid or ""}
 
 
 class HistorySearch:
@@ -170,11 +158,12 @@ class HistorySearch:
             return []
         with self._lock:
             self._catch_up()
+            columns, join = row_columns(self._con)
             rows = self._con.execute(
-                f"SELECT {_SELECT} FROM history_search_fts f CROSS JOIN history_search_docs d ON d.docid = f.rowid "
-                f"CROSS JOIN history_messages m ON m.community_id = d.community_id AND m.hash = d.hash WHERE {where} "
-                f"ORDER BY m.timestamp, m.hash LIMIT ? OFFSET ?", (*args, limit, offset)).fetchall()
-        return [row_dict(r) for r in rows]
+                f"SELECT {columns} FROM history_search_fts f CROSS JOIN history_search_docs d ON d.docid = f.rowid "
+                f"CROSS JOIN history_messages m ON m.community_id = d.community_id AND m.hash = d.hash{join} "
+                f"WHERE {where} ORDER BY m.timestamp, m.hash LIMIT ? OFFSET ?", (*args, limit, offset)).fetchall()
+        return [history_row(r) for r in rows]
 
     def count(self, cid: str, text: str, chat_id: str | None = None) -> int:
         where, args = self._match(cid, text, chat_id)

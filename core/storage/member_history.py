@@ -19,6 +19,26 @@ def _hex(b: bytes | None) -> str:
     return "0x" + bytes(b).hex() if b else ""
 
 
+def row_columns(con: sqlite3.Connection) -> tuple[str, str]:
+    """(columns, join) that select a history row as history_row reads it, from `history_messages m`: the browser's
+    and the search's one definition (the search's own copy lacked whether the author is still pending)."""
+    if H.has_pending_table(con):
+        return (_COLUMNS + ", p.rid IS NOT NULL",
+                " LEFT JOIN history_authors_pending p ON p.rid = m.rowid AND p.hash = m.hash")
+    return _COLUMNS + ", 0", ""
+
+
+_COLUMNS = "m.hash, m.chat_id, m.topic, m.timestamp, m.clock, m.sender, m.text, m.message_type, m.archive_id"
+
+
+def history_row(r: Sequence) -> dict:
+    """A row of row_columns as the History view shows it."""
+    h, chat, topic, ts, clock, sender, text, mtype, aid, waiting = r
+    return {"id": _hex(h), "chat_id": chat or "", "topic": _hex(topic), "timestamp": ts, "clock": clock or 0,
+            "author": _hex(sender), "text": text or "", "app_type": mtype if mtype is not None else -1,
+            "source": "archive" if aid else "live", "archive_id": aid or "", "author_pending": bool(waiting)}
+
+
 class MemberHistory:
     def __init__(self, path: Path | str):
         # the schema and pragmas of history.connect, on a connection the engine's threads share under a lock
@@ -86,16 +106,11 @@ class MemberHistory:
                 args.append(val)
         args += [limit, offset]
         with self._lock:
-            pending = H.has_pending_table(self._con)
-            sql = ("SELECT m.hash, m.chat_id, m.topic, m.timestamp, m.clock, m.sender, m.text, m.message_type, "
-                   "m.archive_id, " + ("p.rid IS NOT NULL" if pending else "0") + " FROM history_messages m"
-                   + (" LEFT JOIN history_authors_pending p ON p.rid = m.rowid AND p.hash = m.hash" if pending else "")
-                   + " WHERE m.community_id = ?" + where + " ORDER BY m.timestamp, m.hash LIMIT ? OFFSET ?")
+            columns, join = row_columns(self._con)
+            sql = (f"SELECT {columns} FROM history_messages m{join} WHERE m.community_id = ?{where} "
+                   "ORDER BY m.timestamp, m.hash LIMIT ? OFFSET ?")
             rows = self._con.execute(sql, args).fetchall()
-        return [{"id": _hex(h), "chat_id": chat or "", "topic": _hex(topic), "timestamp": ts, "clock": clock or 0,
-                 "author": _hex(sender), "text": text or "", "app_type": mtype if mtype is not None else -1,
-                 "source": "archive" if aid else "live", "archive_id": aid or "", "author_pending": bool(waiting)}
-                for h, chat, topic, ts, clock, sender, text, mtype, aid, waiting in rows]
+        return [history_row(r) for r in rows]
 
     def count(self, cid: str) -> int:
         with self._lock:

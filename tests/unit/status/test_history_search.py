@@ -163,3 +163,22 @@ def test_channel_names_from_descriptions_the_community_signed(db, search):
     ])
     assert search.channel_names(CID) == {CHAT: "general-chat", CID + "b2": "random"}
     assert search.channel_names(OTHER_CID) == {}
+
+
+def test_a_found_row_says_its_author_is_pending_as_the_browser_does(tmp_path):
+    """Search and the History browser read a row through one definition (core.storage.member_history.row_columns
+    and history_row): a row whose author is still being filled in says so in both (search's own copy lacked the
+    flag, and the view showed a blank author for it)."""
+    from core.storage.member_history import MemberHistory
+    path = tmp_path / "history.sqlite"
+    con = H.connect(path)
+    rows = [row(i, f"needle {i}") for i in range(3)]
+    H.import_window(con, CID, T0, T0 + 10, rows, ["a1"], pending=[rows[1][1]])
+    con.close()
+    search, browser = HistorySearch(path), MemberHistory(path)
+    try:
+        found, listed = search.search(CID, "needle"), browser.messages(CID)
+        assert found == listed and [r["author_pending"] for r in found] == [False, True, False]
+    finally:
+        search.close()
+        browser.close()

@@ -38,7 +38,7 @@ def read_varint(data: bytes, pos: int = 0, end: int | None = None) -> tuple[int,
         b = data[pos + i]
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            if result >> 64:          # a tenth byte above 1: protobuf (and every varint we read) stops at 64 bits
+            if result >> 64:          # a tenth byte above 1: status-go's Go protobuf refuses it (upb keeps 64 bits)
                 raise DecodeError("varint above 64 bits")
             return result, pos + i + 1
         shift += 7
@@ -85,7 +85,8 @@ def next_field(data, pos: int, end: int | None = None) -> tuple[int, int, int]:
 def iter_fields(data):
     """(field number, wire type, value) of each top-level field of one protobuf message, as protobuf reads them: a
     varint as int; a length-delimited, 64-bit or 32-bit value as its bytes. Raises DecodeError where protobuf
-    refuses the bytes: field number 0 or above 2**29 - 1, a value that runs past the end, groups, wire types 6 and 7 (next_field)."""
+    refuses the bytes: field number 0 or above 2**29 - 1, a value that runs past the end, wire types 6 and 7; and on
+    groups (next_field)."""
     pos, end = 0, len(data)
     while pos < end:
         num, wire, nxt = next_field(data, pos, end)

@@ -59,7 +59,8 @@ def register(sub) -> None:
     p.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")
     p.add_argument("--out", required=True, help="output folder (must be empty or absent unless --overwrite)")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder (once complete)")
-    p.add_argument("--community-id", type=community_id_arg, help="folder: the community (default: the folder's name); history: export "
+    p.add_argument("--community-id", type=community_id_arg,
+                   help="folder: the community (default: the folder's name); history: export "
                    "only this community (default: all)")
     p.add_argument("--key", action="append", help="community group key HEX[@TIMESTAMP_MS] (encrypted; repeat)")
     p.add_argument("--key-store", metavar="FILE", help="group keys file (a node's group-keys.json; read only)")

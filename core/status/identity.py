@@ -25,8 +25,8 @@ KEY_FILE_VERSION = 1
 SCRYPT_N = 2 ** 17       # ~0.3 s on this machine: a deliberate cost for guessing passphrases
 SCRYPT_R = 8
 SCRYPT_P = 1
-# What a key file may ask of scrypt: 256 MiB (128·N·r bytes) and N·r·p ≤ 2^22 (~2 s here). Ours ask 128 MiB and 2^20,
-# geth's standard keystore 256 MiB and 2^21; the old bounds alone let a file ask for 16 GiB and ~9 minutes.
+# What a key file may ask of scrypt: 256 MiB (128·N·r bytes) and N·r·p <= 2^22 (~2 s here). Ours ask 128 MiB
+# and 2^20, geth's standard keystore 256 MiB and 2^21; the old bounds alone let a file ask for 16 GiB and ~9 minutes.
 SCRYPT_MAX_MEMORY = 256 * 1024 * 1024
 SCRYPT_MAX_WORK = 2 ** 22
 

@@ -180,6 +180,11 @@ def test_an_index_with_too_many_entries_is_refused_before_parsing(monkeypatch, d
         decode(ld(1, b"") + vi(2, 10) * (3 + codec.OTHER_FIELDS))
     assert e.value.code == code
     assert len(decode(ld(1, b"") * 3)) == 1                  # at the bound: parsed (one map key, "", thrice)
+    # walked (more 0x0a bytes than the bound), and exactly at each bound: parsed, not refused as too many
+    assert len(decode(ld(1, b"") * 3 + vi(2, 10) * codec.OTHER_FIELDS)) == 1          # 3 + OTHER_FIELDS fields
+    with pytest.raises(DecodeError) as e:
+        decode(ld(1, b"\x0a\x0a") * 3)                      # 3 entries (9 bytes 0x0a), each a broken key
+    assert e.value.code == "index-undecodable"
 
 
 def test_field_bomb_is_refused_at_the_bound(monkeypatch):

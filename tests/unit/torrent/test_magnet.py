@@ -7,7 +7,7 @@ import re
 import pytest
 
 from core.torrent.fetch import parse_magnet as fetch_params
-from core.torrent.magnet import MagnetError, parse_magnet, parse_peer
+from core.torrent.magnet import MagnetError, format_peer, parse_magnet, parse_peer
 
 CID = "0x02" + "ab" * 32
 IH = "0123456789abcdef" * 2 + "01234567"
@@ -54,3 +54,9 @@ def test_the_download_uses_the_same_parser():
 
 def test_peer_addresses():
     assert parse_peer("[::1]:6881") == ("::1", 6881) and parse_peer("h:\u00b2") is None and parse_peer("h:0") is None
+
+
+@pytest.mark.parametrize("host,port,text", [("h", 1, "h:1"), ("10.0.0.2", 6881, "10.0.0.2:6881"),
+                                            ("::1", 6881, "[::1]:6881"), ("fe80::2", 65535, "[fe80::2]:65535")])
+def test_format_peer_writes_what_parse_peer_reads(host, port, text):
+    assert format_peer(host, port) == text and parse_peer(text) == (host, port)

@@ -94,9 +94,12 @@ def iter_fields(data):
             raise DecodeError(f"field number {num} at byte {pos}")
         if nxt > end:
             raise DecodeError(f"field {num} runs past the end ({nxt} > {end})")
-        start = read_varint(data, pos, end)[1]                  # the value, after the tag
+        # the value, after the tag (next_field has read both already: no error left; one byte each, mostly)
+        start = pos + 1 if data[pos] < 0x80 else read_varint(data, pos, end)[1]
         if wire == 0:
-            yield num, wire, read_varint(data, start, end)[0]
+            yield num, 0, data[start] if data[start] < 0x80 else read_varint(data, start, end)[0]
+        elif wire == 2:
+            yield num, 2, bytes(data[start + 1 if data[start] < 0x80 else read_varint(data, start, end)[1]:nxt])
         else:
-            yield num, wire, bytes(data[read_varint(data, start, end)[1] if wire == 2 else start:nxt])
+            yield num, wire, bytes(data[start:nxt])
         pos = nxt

@@ -4,11 +4,11 @@ an empty message in the same run (C, nothing materialised: the floor of any look
 
 - message bomb: a real header, then 1.5M empty messages (3 MB): refused as archive-too-many-messages once the
   count passes 1M;
-- index bomb: empty index entries (`0a 00`), as many as 16 MiB holds (64 MiB with ARCHIVIST_SLOW=1; a torrent's
+- index bomb: empty index entries (`0a 00`), as many as 4 MiB holds (64 MiB with ARCHIVIST_SLOW=1; a torrent's
   index may be 256 MiB): refused as index-too-big after MAX_INDEX_ENTRIES (262,144), before protobuf builds them.
   Before, protobuf built every one: 16 MiB took 25.7 CPU-s and 1.5 GB (peak RSS), to end as an index of 1 entry;
 - field bomb: a real header, then tiny fields that are not messages, each holding a 0x1a byte (the cheap bound on
-  messages), up to the largest archive `data` may hold (64 MiB; 16 MiB in the quick run): refused as
+  messages), up to the largest archive `data` may hold (64 MiB; 4 MiB in the quick run): refused as
   archive-undecodable once there are more top-level fields than any archive has. Before that bound the walk went
   through all of them in Python: 3M fields (6 MB) took ~5 CPU-s, 64 MiB ~43 CPU-s, on every decode.
 
@@ -30,7 +30,7 @@ from tests.bench.table import record
 SLOW = os.environ.get("ARCHIVIST_SLOW") == "1"
 TOPIC = b"\x00\xeb\x85\xa7"
 HEAD = codec.encode_archive(1_600_000_000, 1_600_604_800, [TOPIC], [])
-FIELD_BOMB_BYTES = MAX_ARCHIVE_BYTES if SLOW else 16 * 1024 * 1024
+FIELD_BOMB_BYTES = MAX_ARCHIVE_BYTES if SLOW else 4 * 1024 * 1024
 ROUNDS = 3 if SLOW else 1
 
 

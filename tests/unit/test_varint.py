@@ -89,7 +89,7 @@ field_values = st.lists(st.sampled_from(sorted(FIELDS)).flatmap(
     lambda n: st.tuples(st.just(n), values[FIELDS[n][1]])), max_size=30)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(field_values)
 def test_the_walker_finds_what_protobuf_wrote(items):
     m = Fields()
@@ -101,7 +101,7 @@ def test_the_walker_finds_what_protobuf_wrote(items):
     assert sorted((n, FIELDS[n][1], v) for n, v in items) == sorted(found)
 
 
-@settings(max_examples=1000)
+@settings(max_examples=500)
 @given(st.binary(max_size=40))
 def test_the_walker_agrees_with_protobuf_on_any_bytes(data):
     expected = oracle(data)

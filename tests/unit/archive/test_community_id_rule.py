@@ -12,6 +12,7 @@ import pytest
 from core.archive.constants import community_id, community_id_arg
 from core.node.config import ConfigError, first_run_settings, load
 from core.pipeline.export import ExportError, folder_community_id
+from tests.unit.node.support import config_error
 
 LOWER = "0x02" + "ab" * 32
 IDS = {LOWER: LOWER, "0x02" + "AB" * 32: LOWER, f"  {LOWER}\n": LOWER, "0X02" + "ab" * 32: LOWER,
@@ -48,8 +49,5 @@ def test_every_place_reads_a_community_id_the_same(text, expected, tmp_path):
 
 
 def test_a_community_without_an_id_is_a_config_error(tmp_path):
-    config = tmp_path / "config.toml"
-    config.write_text(f'data_dir = "{tmp_path}"\n[[community]]\nrole = "member"\n')
-    with pytest.raises(ConfigError) as e:
-        load(config)
-    assert str(e.value) == "[[community]] id: 'None' is not a community ID (0x + 66 hex digits)"
+    assert config_error(tmp_path, '[[community]]\nrole = "member"\n') == (
+        "[[community]] id: 'None' is not a community ID (0x + 66 hex digits)")

@@ -101,3 +101,16 @@ def owner(tmp_path: Path, seed: int = 11, start: float = T0) -> Owner:
     gen.community.save(key)
     cfg = CommunityConfig(gen.community_id, "Test", "control", [c.chat_id for c in gen.channels], key_file=str(key))
     return Owner(tmp_path / f"owner-{seed}", FakeClock(start), gen, cfg)
+
+
+def config_error(tmp_path: Path, body: str) -> str:
+    """The one sentence of the ConfigError that core.node.config.load raises for a config file of `body` (after a
+    data_dir line)."""
+    from core.node.config import ConfigError, load
+    config = tmp_path / "config.toml"
+    config.write_text(f'data_dir = "{tmp_path}"\n{body}')
+    try:
+        load(config)
+    except ConfigError as e:
+        return str(e)
+    raise AssertionError(f"{body!r} was taken")

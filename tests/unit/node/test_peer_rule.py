@@ -13,6 +13,8 @@ from core.node.config import ConfigError, first_run_settings, load, peer, save
 from core.torrent import cli as torrent_cli
 from core.torrent.magnet import format_peer, parse_peer
 
+from .support import config_error
+
 CID = "0x02" + "ab" * 32
 PEERS = {"h:6881": ("h", 6881), " 10.0.0.2:1 ": ("10.0.0.2", 1), "[::1]:6881": ("::1", 6881),
          "h:65535": ("h", 65535), "h:0": None, "h:65536": None, "h:99999": None, "h:\u00b2": None, "h": None,
@@ -44,8 +46,5 @@ def test_every_place_reads_a_peer_the_same(text, expected, tmp_path):
 
 
 def test_a_peer_that_is_not_text_is_a_config_error(tmp_path):
-    config = tmp_path / "config.toml"
-    config.write_text(f'data_dir = "{tmp_path}"\n[torrent]\npeers = [6881]\n')
-    with pytest.raises(ConfigError) as e:
-        load(config)
-    assert str(e.value) == "BitTorrent peer 6881 is not HOST:PORT (or [IPv6]:PORT), with a port from 1 to 65535"
+    assert config_error(tmp_path, "[torrent]\npeers = [6881]\n") == (
+        "BitTorrent peer 6881 is not HOST:PORT (or [IPv6]:PORT), with a port from 1 to 65535")

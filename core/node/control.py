@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol, Sequence
 
 from core.archive.build import BuildResult, build_archives, recover_community, torrent_path
-from core.archive.constants import PARTITION_SECONDS
+from core.archive.constants import DATA_FILE, INDEX_FILE, PARTITION_SECONDS
 from core.archive.errors import ArchiveError, CorruptFolder, DecodeError
 from core.node import events as E
 from core.node.archived import ArchivedWindow
-from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, CommunityConfig, NodePaths
+from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, STORE_LOOKBACK_S, CommunityConfig, NodePaths
 from core.node.jobs import (OFFLOAD_BATCH, archive_crypto, build_job, decode_received, torrent_window_ids,
                             window_ids)
 from core.node.state import ArchiveSupport
@@ -23,7 +23,7 @@ from core.storage import waku_messages
 from core.storage.archive_state import ArchiveStateDB
 
 log = logging.getLogger(__name__)
-CATCH_UP_LIMIT = 30 * 24 * 3600
+CATCH_UP_LIMIT = STORE_LOOKBACK_S
 BUILD_RETRY_SECONDS = 600     # after a failed scheduled build (e.g. disk full)
 RETENTION_RETRY_SECONDS = 3600   # after retention refused to delete anything (index cannot be read or checked)
 EARLIEST = -(1 << 62)
@@ -127,7 +127,7 @@ class ControlNode:
         from core.archive.folder import ArchiveFolder
         p = self.paths.archive_dir / self.cid
         try:
-            st = (p / "index").stat()
+            st = (p / INDEX_FILE).stat()
         except FileNotFoundError:
             return None
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -482,7 +482,7 @@ class ControlNode:
             self._ids_cache.move_to_end(key)
             return self._ids_cache[key]
         if self._offloading() and self.cfg.backend != "codex":      # the same proof, in a worker process
-            ids = self.offload.run(torrent_window_ids, str(self.paths.archive_dir / self.cid / "data"),
+            ids = self.offload.run(torrent_window_ids, str(self.paths.archive_dir / self.cid / DATA_FILE),
                                    str(torrent_path(self.paths.torrent_dir, self.cid)), self.cid, list(w.parts),
                                    self._keys_path())
         else:

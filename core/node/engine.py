@@ -10,6 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from core.archive.constants import INDEX_FILE
 from core.node import events as E
 from core.node.clock import SystemClock
 from core.node.community import CommunityConfig, NodePaths
@@ -344,10 +345,10 @@ class Engine:
         node = self.nodes[cid]
         folder_path = self.paths.archive_dir / cid
         entries = {}
-        if (folder_path / "index").exists():
+        if (folder_path / INDEX_FILE).exists():
             from core.archive.codec import decode_index
             try:   # the index is what counts (a member's data holds only the chosen archives)
-                entries = decode_index(self.unwrap_index((folder_path / "index").read_bytes()))
+                entries = decode_index(self.unwrap_index((folder_path / INDEX_FILE).read_bytes()))
             except Exception:  # encrypted without our key, or damaged: nothing to list yet
                 entries = {}
         imported = self.state.archive_ids(cid, imported=True)

@@ -13,11 +13,13 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from core.node.community import STORE_LOOKBACK_S
+
 log = logging.getLogger(__name__)
 
 LINK_QUERY_RETRY_S = (5, 15, 60, 300)     # after a failed query: soon, then backing off to 5 min
 LINK_QUERY_EVERY_S = 600                  # after a good one: links relayed while we were not connected
-LOOKBACK_S = 30 * 24 * 3600               # the first query: links of the last 30 days (a store's retention)
+LOOKBACK_S = STORE_LOOKBACK_S             # the first query: links as far back as a store keeps them (30 days)
 OVERLAP_S = 3600                          # later queries reach back this far before the last good one
 SEEN_KEPT = 4096                          # message hashes remembered per community (oldest forgotten first)
 

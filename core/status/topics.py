@@ -11,11 +11,10 @@ import hashlib
 import re
 
 from core.archive.codec import keccak256
+from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD as DEFAULT_SHARD  # noqa: F401 - Status's network
 
 PBKDF2_ITERATIONS = 65356          # status-go's number (not 65536)
 SYMMETRIC_KEY_BYTES = 32
-STATUS_CLUSTER = 16
-DEFAULT_SHARD = 32
 MAGNETLINKS_SUFFIX = "-magnetlinks"
 MEMBER_UPDATE_SUFFIX = "-memberUpdate"
 

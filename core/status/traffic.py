@@ -5,7 +5,6 @@ from one seeded generator). Serves the demo, tests and benchmarks; core/synth.py
 """
 from __future__ import annotations
 
-import hashlib
 import random
 import uuid
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from core.status.application_metadata import CHAT_MESSAGE, installation_id_for, 
 from core.status.chat_message import encode_chat_message
 from core.status.identity import CommunityIdentity
 from core.storage import waku_messages
+from core.waku.message import WakuMessage, message_hash
 
 DEFAULT_START = 1_700_000_000
 _WORDS = ("the archive torrent seed peer message community channel history node waku status key link index "
@@ -28,10 +28,9 @@ _WORDS = ("the archive torrent seed peer message community channel history node 
 
 
 def waku_message_hash(pubsub_topic: str, payload: bytes, content_topic: str, meta: bytes, timestamp_ns: int) -> bytes:
-    """14/WAKU2-MESSAGE deterministic hash. core/waku owns the canonical implementation; this local copy keeps
-    the Status layer free of a dependency on the Waku node code."""
-    return hashlib.sha256(pubsub_topic.encode() + payload + content_topic.encode() + meta
-                          + (timestamp_ns & (2 ** 64 - 1)).to_bytes(8, "big")).digest()
+    """14/WAKU2-MESSAGE deterministic hash of a message's parts: core.waku.message.message_hash, the one formula
+    (a copy here had kept core.status off core.waku, which it sits above)."""
+    return message_hash(pubsub_topic, WakuMessage(payload, content_topic, meta=meta or None, timestamp=timestamp_ns))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 import fastbencode
 import libtorrent as lt
 
-from core.archive.constants import INDEX_FILE
+from core.archive.constants import DATA_FILE, INDEX_FILE
 from core.archive.errors import InvalidTorrent
 from core.archive.torrent import Metainfo, metainfo_from_info
 from core.archive.verify import Report, verify_index_bytes
@@ -155,7 +155,7 @@ class FetchJob:
         if mi.infohash != self.infohash:
             return self._fail("torrent-invalid", "metadata does not match the magnet's infohash")
         self.metainfo = mi
-        self.index_range = index_pieces(mi.file_length("data"), mi.file_length(INDEX_FILE))
+        self.index_range = index_pieces(mi.file_length(DATA_FILE), mi.file_length(INDEX_FILE))
         need = piece_bytes(self.index_range, mi.total_length)
         if not self._space_for(need):
             return
@@ -227,7 +227,7 @@ class FetchJob:
             except Exception as e:  # KeyMissing, TamperedContent...: a state for the user, never a retry loop
                 return self._fail(getattr(e, "code", "index-invalid"), f"cannot open the index: {e}")
         report = Report(self.community_id + "/" + INDEX_FILE)
-        self.entries = verify_index_bytes(raw, report, mi.file_length("data"))
+        self.entries = verify_index_bytes(raw, report, mi.file_length(DATA_FILE))
         if not report.ok:
             bad = "; ".join(f.message for f in report.findings if f.severity == "error")
             return self._fail("index-invalid", f"index refused: {bad}")

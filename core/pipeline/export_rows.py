@@ -49,21 +49,17 @@ def author_name(sender: bytes | None) -> str | None:
 def description_names(community_id: str, message_type: int | None, raw: bytes | None) -> tuple[int, str] | None:
     """(clock, JSON {chat ID: channel name}) when `raw` is a CommunityDescription that the community's own key
     signed (a forged one names nothing); else None. Never raises: the bytes come from the network."""
-    from core.status.community_names import COMMUNITY_DESCRIPTION, channel_chat_names, clock_and_channels
+    from core.status.community_names import COMMUNITY_DESCRIPTION, chat_names, signed_description
     if message_type != COMMUNITY_DESCRIPTION or not raw:
         return None
     try:
-        from coincurve import PublicKey
-        from core.status.application_metadata import open_protocol_payload
-        msg = open_protocol_payload(raw)
-        if msg.type != COMMUNITY_DESCRIPTION or msg.signer is None:
-            return None
-        if "0x" + PublicKey(msg.signer).format(compressed=True).hex() != community_id.lower():
-            return None
-        clock, _ = clock_and_channels(msg.payload)
-        return clock, json.dumps(channel_chat_names(msg.payload, community_id), sort_keys=True)
+        found = signed_description(raw, community_id)
     except Exception:  # noqa: BLE001 - outside data: a bad description just names no channel
         return None
+    if found is None:
+        return None
+    clock, channels = found
+    return clock, json.dumps(chat_names(community_id, channels), sort_keys=True)
 
 
 def export_row(r: tuple) -> tuple:

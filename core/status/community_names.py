@@ -57,4 +57,24 @@ def clock_and_channels(description: bytes) -> tuple[int, dict[str, str]]:
 
 def channel_chat_names(description: bytes, community_id: str) -> dict[str, str]:
     """{chat ID: channel name} for the channels of a CommunityDescription. Raises CommunityDescriptionError."""
-    return {community_id.lower() + uuid: name for uuid, name in clock_and_channels(description)[1].items()}
+    return chat_names(community_id, clock_and_channels(description)[1])
+
+
+def chat_names(community_id: str, channels: dict[str, str]) -> dict[str, str]:
+    """{channel UUID: name} -> {chat ID: name}: a channel's chat ID is its community's ID followed by its UUID."""
+    return {community_id.lower() + uuid: name for uuid, name in channels.items()}
+
+
+def signed_description(raw: bytes, community_id: str) -> tuple[int, dict[str, str]] | None:
+    """(clock, {channel UUID: display name}) of a stored ProtocolMessage that is a CommunityDescription signed by the
+    community's own key; None for another type, an unsigned one or another signer (a forgery names nothing). The one
+    check of the History view's channel names and the export's. Raises StatusError or ValueError on bytes that do
+    not decode."""
+    from coincurve import PublicKey
+    from core.status.application_metadata import open_protocol_payload
+    msg = open_protocol_payload(raw)
+    if msg.type != COMMUNITY_DESCRIPTION or msg.signer is None:
+        return None
+    if "0x" + PublicKey(msg.signer).format(compressed=True).hex() != community_id.lower():
+        return None
+    return clock_and_channels(msg.payload)

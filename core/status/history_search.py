@@ -190,10 +190,8 @@ class HistorySearch:
         """{chat ID: channel name} from the community descriptions in the history that the community key signed
         (the newest `newest` of them; a later description's name wins). Unsigned, forged or undecodable ones
         are skipped."""
-        from core.status.application_metadata import open_protocol_payload
-        from core.status.community_names import COMMUNITY_DESCRIPTION, clock_and_channels
+        from core.status.community_names import COMMUNITY_DESCRIPTION, chat_names, signed_description
         from core.status.errors import StatusError
-        from coincurve import PublicKey
         with self._lock:
             rows = self._con.execute(
                 "SELECT raw_payload FROM history_messages WHERE community_id = ? AND message_type = ? "
@@ -201,15 +199,12 @@ class HistorySearch:
         found: list[tuple[int, dict[str, str]]] = []
         for (raw,) in rows:
             try:
-                msg = open_protocol_payload(raw)
-                if msg.type != COMMUNITY_DESCRIPTION or msg.signer is None:
-                    continue
-                if "0x" + PublicKey(msg.signer).format(compressed=True).hex() != cid.lower():
-                    continue                                         # not the community's own description
-                found.append(clock_and_channels(msg.payload))
+                description = signed_description(raw, cid)         # None: not the community's own description
             except (StatusError, ValueError):
                 continue
+            if description is not None:
+                found.append(description)
         names: dict[str, str] = {}
         for _clock, chans in sorted(found, key=lambda c: c[0]):
-            names.update({cid.lower() + uuid: name for uuid, name in chans.items()})
+            names.update(chat_names(cid, chans))
         return names

@@ -11,15 +11,11 @@ from pathlib import Path
 
 from core.archive.constants import community_id_arg
 from core.archive.errors import ArchiveError
+from core.archive.inspect import utc_text as _ts   # the one rule for a timestamp shown to people
 from core.codex import index as cindex
 from core.codex.backend import (CodexMember, CodexOwner, checked_download, verify_archive_blob, verify_index_blob)
 from core.codex.client import DEFAULT_API, CodexClient
 from core.codex.errors import CodexError, CodexVerifyError
-
-
-def _ts(t: int) -> str:
-    from core.archive.inspect import utc_text
-    return utc_text(t)
 
 
 def _untransform(a):

@@ -24,7 +24,7 @@ from core.archive.constants import PARTITION_SECONDS, PIECE_LENGTH
 from core.archive.errors import ArchiveError
 from core.archive.diskio import atomic_write, discard, disk_error, tmp_path_of
 from core.archive.folder import ArchiveFolder, IndexCodec, NewArchive
-from core.archive.partition import chunk_messages, partitions
+from core.archive.partition import chunk_messages, missing_windows
 from core.archive.torrent import build_metainfo, parse_metainfo
 from core.storage import waku_messages
 
@@ -69,12 +69,9 @@ def torrent_path(torrent_dir: Path | str, community_id: str) -> Path:
 
 def plan_build(folder: ArchiveFolder, oldest: int | None, end: int, start: int | None = None,
                interval: int = PARTITION_SECONDS) -> BuildPlan:
-    """Start at the end of the last archive, else at the oldest stored message (status-go's rule)."""
-    if start is None:
-        start = folder.last_end if folder.last_end is not None else oldest
-    if start is None or start >= end:
-        return BuildPlan(start, end, [])
-    return BuildPlan(start, end, partitions(start, end, interval))
+    """The folder's missing windows up to `end` (core.archive.partition.missing_windows)."""
+    start, windows = missing_windows(folder.last_end, lambda: oldest, end, start, interval)
+    return BuildPlan(start, end, windows)
 
 
 def encode_windows(windows: Iterable[tuple[int, int]], topics: Sequence[bytes],

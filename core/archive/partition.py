@@ -1,10 +1,27 @@
 """7-day windows and 30 MB chunks, as status-go cuts them (WIRE-FORMAT.md section 2)."""
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from core.archive.codec import ArchiveMessage
 from core.archive.constants import MAX_ARCHIVE_PAYLOAD, PARTITION_SECONDS
+
+
+def windows_start(last_end: int | None, oldest: Callable[[], int | None]) -> int | None:
+    """Where the next windows start: the end of the last archive, else the oldest stored message (status-go's rule).
+    `oldest` is asked only when there is no archive yet (it is a query of the store)."""
+    return last_end if last_end is not None else oldest()
+
+
+def missing_windows(last_end: int | None, oldest: Callable[[], int | None], end: int, start: int | None = None,
+                    interval: int = PARTITION_SECONDS) -> tuple[int | None, list[tuple[int, int]]]:
+    """(start, the windows from it up to `end`): `start` if given, else windows_start's; none if it is not before
+    `end`. The one plan that every builder (local, Spark, Codex) and the control node's schedule follow."""
+    if start is None:
+        start = windows_start(last_end, oldest)
+    if start is None or start >= end:
+        return start, []
+    return start, partitions(start, end, interval)
 
 
 def partitions(start: int, end: int, interval: int = PARTITION_SECONDS) -> list[tuple[int, int]]:

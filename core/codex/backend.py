@@ -19,7 +19,7 @@ from core.archive.build import ArchiveTransform, encode_windows
 from core.archive.constants import PARTITION_SECONDS
 from core.archive.errors import ArchiveError
 from core.archive.folder import atomic_write
-from core.archive.partition import partitions
+from core.archive.partition import missing_windows
 from core.codex import index as cindex
 from core.codex.cid import BLOCK_SIZE
 from core.codex.client import CodexClient
@@ -135,9 +135,8 @@ class CodexOwner:
         end = int(self.clock()) if end is None else end
         con = waku_messages.connect(db_path, create=False)
         try:
-            if start is None:
-                start = self.last_end if self.last_end is not None else waku_messages.oldest_timestamp(con, topics)
-            windows = partitions(start, end, self.interval) if start is not None and start < end else []
+            _, windows = missing_windows(self.last_end, lambda: waku_messages.oldest_timestamp(con, topics), end,
+                                         start, self.interval)
             fetch = lambda lo, hi: waku_messages.query_messages(con, topics, lo, hi)  # noqa: E731
             produced = list(encode_windows(windows, topics, fetch, self.transform))
         finally:

@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 from core.archive.build import BuildResult, build_archives, recover_community, torrent_path
 from core.archive.constants import DATA_FILE, INDEX_FILE, PARTITION_SECONDS
 from core.archive.errors import ArchiveError, CorruptFolder, DecodeError
+from core.archive.partition import windows_start
 from core.node import events as E
 from core.node.archived import ArchivedWindow
 from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, STORE_LOOKBACK_S, CommunityConfig, NodePaths
@@ -142,10 +143,10 @@ class ControlNode:
             return None
 
     def _base(self) -> int | None:
-        """Where windows start: the end of the last archive, else the oldest stored message (status-go's rule)."""
-        last = self.folder_last_end()
-        if last is not None:
-            return last
+        """Where windows start (core.archive.partition.windows_start)."""
+        return windows_start(self.folder_last_end(), self._oldest_stored)
+
+    def _oldest_stored(self) -> int | None:
         con = waku_messages.connect(self.paths.messages_db)   # own connection: the GUI asks from its thread
         try:
             return waku_messages.oldest_timestamp(con, self.cfg.topics)

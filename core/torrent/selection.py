@@ -1,6 +1,7 @@
 """Which archives a member wants (all, the latest, or those overlapping a time range) and their pieces."""
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -61,17 +62,43 @@ def piece_bytes(pieces: set[int] | range, total_length: int) -> int:
     return sum(tail if p == last else PIECE_LENGTH for p in pieces)
 
 
-def parse_when(s: str) -> int:
-    """Unix seconds or an ISO date (UTC unless it says otherwise)."""
+DAY_SECONDS = 86400
+
+
+def day_start(day: dt.date) -> int:
+    """The first second of a UTC calendar day."""
+    return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp())
+
+
+def day_end(day: dt.date) -> int:
+    """The exclusive end of a UTC calendar day (the next midnight): a range that ends on a date includes that day,
+    on the command line (`--to 2026-11-07`) as in the member view's date fields."""
+    return day_start(day) + DAY_SECONDS
+
+
+def parse_when(s: str, *, until: bool = False) -> int:
+    """Unix seconds, or an ISO date or date and time (UTC unless it says otherwise). A date alone is that whole UTC
+    day: its first second, or with `until` its end (day_end), so `--from 2026-11-01 --to 2026-11-07` is seven
+    days. Seconds and times are exact (an exclusive end)."""
     import argparse
-    import datetime as dt
     if s.isdigit():
         return int(s)
+    try:
+        day = dt.date.fromisoformat(s)
+    except ValueError:
+        pass
+    else:
+        return day_end(day) if until else day_start(day)
     try:
         t = dt.datetime.fromisoformat(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{s!r} is neither unix seconds nor an ISO date") from None
     return int((t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)).timestamp())
+
+
+def parse_until(s: str) -> int:
+    """parse_when for the end of a range (`--to`)."""
+    return parse_when(s, until=True)
 
 
 def add_selection_arguments(p) -> None:
@@ -80,8 +107,10 @@ def add_selection_arguments(p) -> None:
     g.add_argument("--all", dest="mode", action="store_const", const="all", help="every archive (default)")
     g.add_argument("--latest", dest="mode", action="store_const", const="latest",
                    help="the newest 7-day window (all its archives)")
-    p.add_argument("--from", dest="start", type=parse_when, help="with --to: archives overlapping [from, to)")
-    p.add_argument("--to", dest="end", type=parse_when)
+    p.add_argument("--from", dest="start", type=parse_when,
+                   help="with --to: archives overlapping [from, to); unix seconds or an ISO date (UTC)")
+    p.add_argument("--to", dest="end", type=parse_until,
+                   help="a date includes that whole day (UTC); seconds or a time are an exclusive end")
 
 
 def selection_from_args(a) -> Selection:

@@ -12,12 +12,11 @@ from PySide6.QtWidgets import (QButtonGroup, QDateEdit, QGroupBox, QHBoxLayout, 
 
 from core.node import events as E
 from core.node.state import ArchiveInfo, CommunityState, DownloadPolicy
+from core.torrent.selection import day_end, day_start
 from gui.models import Column, KeyedTableModel, fmt_bytes, fmt_time, short_id
 from gui.views.inspector import make_table
 from gui.views.keys import GroupKeyBox
 from gui.views.progress import ProgressDelegate, SmoothBar, archive_percent, overall
-
-DAY = 86400
 
 
 def warm_imports() -> None:
@@ -60,8 +59,10 @@ def archive_state(a: ArchiveInfo) -> str:
 
 
 def to_ts(d: QDate, end_of_day: bool = False) -> int:
-    t = dt.datetime(d.year(), d.month(), d.day(), tzinfo=dt.timezone.utc)
-    return int(t.timestamp()) + (DAY if end_of_day else 0)
+    """A date field's UTC day: its first second, or its end (a range's `to` day is included, as on the command
+    line: core.torrent.selection.day_end)."""
+    day = dt.date(d.year(), d.month(), d.day())
+    return day_end(day) if end_of_day else day_start(day)
 
 
 def to_qdate(ts: int) -> QDate:

@@ -107,7 +107,7 @@ def test_flags_give_one_selection():
     assert selection_from_args(_args()) == Selection("all")
     assert selection_from_args(_args("--all")) == Selection("all")
     assert selection_from_args(_args("--latest")) == Selection("latest")
-    assert selection_from_args(_args("--from", "10", "--to", "2026-11-23")) == Selection("range", 10, 1_795_392_000)
+    assert selection_from_args(_args("--from", "10", "--to", "2026-11-23")) == Selection("range", 10, 1_795_478_400)
     assert selection_from_args(argparse.Namespace(start=None, end=None)) == Selection("all")
     assert selection_from_args(argparse.Namespace(start=1, end=2)) == Selection("range", 1, 2)   # no --all flag
     with pytest.raises(ValueError, match=r"^--from/--to cannot be combined with --all/--latest$"):
@@ -128,3 +128,17 @@ def test_flag_help_texts():
     for part in ("--all every archive (default)", "--latest the newest 7-day window (all its archives)",
                  "--from START with --to: archives overlapping [from, to)", "--to END"):
         assert part in text
+
+
+def test_a_date_as_the_end_of_a_range_includes_that_whole_day():
+    """One meaning with the member view's date fields (gui/views/member.to_ts): `--to 2026-11-23` ends at the next
+    midnight; a time or seconds stay exact."""
+    from core.torrent.selection import parse_until
+    assert parse_until("2026-11-23") == 1_795_392_000 + 86400
+    assert parse_until("2026-11-23T00:00:00") == 1_795_392_000
+    assert parse_until("2026-11-23T12:00:00+00:00") == 1_795_392_000 + 12 * 3600
+    assert parse_until("1795392000") == 1_795_392_000
+    a = _args("--from", "2026-11-17", "--to", "2026-11-23")
+    assert selection_from_args(a) == Selection("range", 1_795_392_000 - 6 * 86400, 1_795_392_000 + 86400)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^'2026-13-01' is neither unix seconds nor an ISO date$"):
+        parse_until("2026-13-01")

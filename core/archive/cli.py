@@ -18,14 +18,14 @@ from core.archive.errors import ArchiveError
 from core.archive.inspect import inspect_path, utc_text
 from core.archive.torrent import is_magnet_link
 from core.archive.verify import verify_folder, verify_index_file
+from core.hextext import from_hex, strip_0x
 
 
 def _hex_topic(s: str) -> bytes:
-    v = s[2:] if s.lower().startswith("0x") else s
-    if len(v) != 8:
+    if len(strip_0x(s)) != 8:
         raise argparse.ArgumentTypeError(f"topic {s!r} is not 4 bytes of hex (0x + 8 hex digits)")
     try:
-        return bytes.fromhex(v)
+        return from_hex(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"topic {s!r} is not hex") from None
 

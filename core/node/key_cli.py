@@ -24,6 +24,7 @@ def _data_dir(a) -> Path:
 
 def cmd_group(a) -> int:
     from core.cli import print_json
+    from core.hextext import from_hex
     from core.node.community import NodePaths
     from core.node.config import ConfigError
     from core.status.archive_encryption import GroupKeyStore, parse_cli_key
@@ -41,12 +42,15 @@ def cmd_group(a) -> int:
             store.add(key)
             keys = [key]
         elif a.group_action == "remove":
-            kid = a.key_id[2:] if a.key_id.lower().startswith("0x") else a.key_id
-            held = {k.key_id.hex(): k for k in store.keys_of(group_id)}
-            if kid.lower() not in held:
+            held = {k.key_id: k for k in store.keys_of(group_id)}
+            try:
+                kid = from_hex(a.key_id.strip())
+            except ValueError:
+                kid = b""
+            if kid not in held:
                 raise StatusError(f"no group key {a.key_id} for community {a.community}")
-            store.remove(held[kid.lower()].key_id)
-            keys = [held[kid.lower()]]
+            store.remove(kid)
+            keys = [held[kid]]
         else:
             keys = store.keys_of(group_id)
     except ConfigError as e:

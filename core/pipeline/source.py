@@ -32,7 +32,7 @@ from pyspark.sql.types import StructType
 
 from core.archive.constants import MAX_ARCHIVE_PAYLOAD
 from core.pipeline.encode import ENCODED_SCHEMA, encode_staged_window, encode_store_window, encoded_batch, hold
-from core.storage.waku_messages import parse_hex
+from core.hextext import from_hex
 
 SOURCE_NAME = "archivist_waku_messages"
 SCHEMA = ("window INT, timestamp BIGINT, hash BINARY, sig BINARY, topic BINARY, payload BINARY, padding BINARY, "
@@ -205,7 +205,7 @@ def window_messages(con: sqlite3.Connection, topics: Sequence[str], lo: int, hi:
         f"AND length(payload) + length(sig) <= ?" + (" ORDER BY timestamp, hash" if ordered else ""),
         (lo, hi, *topics, cap))
     for sig, ts, topic, payload, padding, h, tpid in cur:
-        yield ArchiveMessage(sig, ts, parse_hex(topic), payload, padding or b"", parse_hex(h), tpid or "")
+        yield ArchiveMessage(sig, ts, from_hex(topic), payload, padding or b"", from_hex(h), tpid or "")
 
 
 def _batch(pa, window: int, cols: list[list]):

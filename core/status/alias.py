@@ -16,6 +16,7 @@ from importlib import resources
 
 from coincurve import PublicKey
 
+from core.hextext import from_hex
 from core.status.errors import StatusError
 
 POLY = 0xB8
@@ -61,10 +62,8 @@ def name_from_seed(seed: int) -> str:
 
 def _key_bytes(pubkey: bytes | bytearray | memoryview | str) -> bytes:
     if isinstance(pubkey, str):
-        s = pubkey.strip()
-        s = s[2:] if s[:2].lower() == "0x" else s
         try:
-            return bytes.fromhex(s)
+            return from_hex(pubkey.strip())
         except ValueError:
             raise AliasError(f"public key is not hex: {pubkey[:20]!r}") from None
     return bytes(pubkey)

@@ -24,6 +24,7 @@ from Crypto.Cipher import AES
 from google.protobuf.message import DecodeError as _PbDecodeError
 
 from core.archive.codec import keccak256
+from core.hextext import from_hex
 from core.pb import archivist_status_view_pb2 as view_pb
 from core.pb import communities_archive_pb2 as archive_pb
 from core.pb import status_protocol_message_pb2 as proto_pb
@@ -405,9 +406,8 @@ DEFAULT_CLI_KEY_TIMESTAMP = 1
 def parse_cli_key(key_hex: str, community_id: str) -> GroupKey:
     """`HEX` or `HEX@TIMESTAMP_MS` (the timestamp is part of the key ID; status-go keys carry their own)."""
     text, _, ts = key_hex.strip().partition("@")
-    text = text[2:] if text.lower().startswith("0x") else text
     try:
-        key = bytes.fromhex(text)
+        key = from_hex(text)
         timestamp = int(ts) if ts else DEFAULT_CLI_KEY_TIMESTAMP
         group_id = community_id_bytes(community_id)
     except ValueError as e:

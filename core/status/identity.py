@@ -18,6 +18,7 @@ from Crypto.Protocol.KDF import scrypt
 
 from core.archive.codec import keccak256
 from core.archive.diskio import write_private_file  # noqa: F401 - key files, and core.status's other secrets
+from core.hextext import from_hex
 from core.status.errors import KeyFileError, SignatureError
 
 KEY_FILE_TYPE = "archivist-community-key"
@@ -83,9 +84,8 @@ def community_id_of(public_key: bytes | PublicKey) -> str:
 
 def community_id_bytes(community_id: str) -> bytes:
     """The 33 raw bytes of a community ID (also the hash-ratchet group ID). Raises ValueError."""
-    v = community_id[2:] if community_id.lower().startswith("0x") else community_id
     try:
-        raw = bytes.fromhex(v)
+        raw = from_hex(community_id)
     except ValueError:
         raise ValueError(f"community ID {community_id!r} is not hex") from None
     if len(raw) != 33 or raw[0] not in (2, 3):
@@ -125,10 +125,8 @@ class CommunityIdentity:
     @classmethod
     def from_hex(cls, text: str) -> "CommunityIdentity":
         """Import from hex (as status-go exports a community private key: 64 hex digits, optional 0x)."""
-        v = text.strip()
-        v = v[2:] if v.lower().startswith("0x") else v
         try:
-            raw = bytes.fromhex(v)
+            raw = from_hex(text.strip())
         except ValueError:
             raise KeyFileError("private key is not hex") from None
         return cls.from_secret(raw)

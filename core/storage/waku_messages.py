@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from core.hextext import from_hex
 from core.storage.archive_message import ArchiveMessage
 
 SCHEMA = """
@@ -28,11 +29,6 @@ CREATE INDEX IF NOT EXISTS waku_messages_timestamp_topic ON waku_messages (times
 
 def topic_text(topic: bytes) -> str:
     return "0x" + topic.hex()
-
-
-def parse_hex(value: str) -> bytes:
-    v = value[2:] if value.startswith(("0x", "0X")) else value
-    return bytes.fromhex(v)
 
 
 def connect(path: Path | str, *, create: bool = True) -> sqlite3.Connection:
@@ -58,8 +54,8 @@ def insert_messages(con: sqlite3.Connection, messages: Iterable[ArchiveMessage])
 
 def _row_to_message(row: tuple) -> ArchiveMessage:
     sig, ts, topic, payload, padding, h, tpid = row
-    return ArchiveMessage(bytes(sig), int(ts), parse_hex(topic), bytes(payload), bytes(padding or b""),
-                          parse_hex(h), tpid or "")
+    return ArchiveMessage(bytes(sig), int(ts), from_hex(topic), bytes(payload), bytes(padding or b""),
+                          from_hex(h), tpid or "")
 
 
 _COLUMNS = "sig, timestamp, topic, payload, padding, hash, third_party_id"
@@ -161,7 +157,7 @@ def identities(con: sqlite3.Connection, topics: Sequence[bytes], start: int, end
                       (start, end, *(topic_text(t) for t in topics)))
     while rows := cur.fetchmany(1000):
         for h, ts, t, sig, payload, padding in rows:
-            yield (parse_hex(h), int(ts), parse_hex(t),
+            yield (from_hex(h), int(ts), from_hex(t),
                    content_digest(bytes(sig), bytes(payload), bytes(padding or b"")))
 
 
@@ -171,7 +167,7 @@ def existing_hashes(con: sqlite3.Connection, hashes: Sequence[bytes], batch: int
     hs = list(hashes)
     for i in range(0, len(hs), batch):
         part = ["0x" + h.hex() for h in hs[i:i + batch]]
-        out |= {parse_hex(h) for (h,) in con.execute(
+        out |= {from_hex(h) for (h,) in con.execute(
             f"SELECT hash FROM waku_messages WHERE hash IN ({','.join('?' * len(part))})", part)}
     return out
 

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QFileDialog, QGroupBox, QHBoxLayout, QLabel, QLin
                                QWidget)
 
 from core.node.state import CommunityState
+from core.hextext import strip_0x
 from gui.models import short_id
 
 MAX_KEY_FILE = 64 * 1024
@@ -51,7 +52,7 @@ def check_key(text: str, community_id: str):
     if not t:
         raise KeyTextError("Paste the community's key (64 hex digits, optionally @ and its timestamp in ms).")
     hex_part, _, ts = t.partition("@")
-    digits = hex_part[2:] if hex_part.lower().startswith("0x") else hex_part
+    digits = strip_0x(hex_part)
     if any(c not in "0123456789abcdefABCDEF" for c in digits):
         raise KeyTextError("That is not a key: a key is 64 hex digits (0-9, a-f).")
     if len(digits) != 64:

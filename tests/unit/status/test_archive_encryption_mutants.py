@@ -329,7 +329,7 @@ def test_parse_cli_key(text, ts):
     assert ae.parse_cli_key(text, CID) == ae.GroupKey(GID, KEY, ts)
 
 
-@pytest.mark.parametrize("text,cid,why", [("zz", CID, "non-hexadecimal"), (KEY.hex() + "@x", CID, "invalid literal"),
+@pytest.mark.parametrize("text,cid,why", [("zz", CID, "not hex (only the digits 0-9 and a-f"), (KEY.hex() + "@x", CID, "invalid literal"),
                                           (KEY.hex(), "0x1234", "community ID must be")])
 def test_parse_cli_key_errors(text, cid, why):
     with pytest.raises(EncryptionError) as e:

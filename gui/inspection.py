@@ -206,7 +206,7 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
         return InspectorResult(source, "error", error="no such file or folder")
     res = InspectorResult(source, "folder")
     try:
-        ins = inspect_path(source)
+        ins = inspect_path(source, count_messages=False)    # counted by the verify pass below
         res.kind, res.folder, res.torrent, res.rows = ins.kind, ins.folder, ins.torrent, ins.rows
         if p.name == DATA_FILE:
             res.kind = "data"
@@ -233,6 +233,7 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
     if res.folder is not None and (res.folder / INDEX_FILE).exists():
         try:   # the core verifier finds the torrent (only one whose name and file lengths match) and checks it
             res.report = verify_folder(res.folder, tpath, discover=tpath is None)
+            _rows_from_report(res.rows, res.report)
             if res.report.torrent is not None:
                 if res.torrent is None:
                     res.torrent = read_metainfo(res.report.torrent)
@@ -255,6 +256,15 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
         res.report.add("data-missing", f"no folder named {res.torrent.name} beside the torrent: only the torrent's "
                        "own fields could be checked", severity="warning")
     return res
+
+
+def _rows_from_report(rows: list[ArchiveRow], report: Report) -> None:
+    """Each read row's message count, or why it does not parse, from the verify pass over the same data (rows
+    that were not read already say why)."""
+    for row in rows:
+        if row.error is None:
+            row.messages = report.counts.get(row.archive_id)
+            row.error = report.unparsed.get(row.archive_id)
 
 
 def _not_archive(res: InspectorResult, sentence: str) -> InspectorResult:

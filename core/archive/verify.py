@@ -29,6 +29,10 @@ class Report:
     messages: int = 0
     findings: list[Finding] = field(default_factory=list)
     torrent: str | None = None       # the torrent whose piece hashes were checked (None: they were not)
+    # per archive read: its message count, or why it does not parse ("code: sentence"); the Inspector's rows
+    # come from here, so that opening a folder parses each archive once
+    counts: dict[str, int] = field(default_factory=dict, repr=False)
+    unparsed: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -75,13 +79,14 @@ def verify_archive_bytes(aid: str, e: codec.IndexEntry, blob: bytes, report: Rep
         arch = codec.parse_archive_pb(raw, archive_id=aid)
     except ArchiveError as err:
         report.add(err.code, str(err), aid)
+        report.unparsed[aid] = f"{err.code}: {err}"
         return
     md = arch.metadata
     start, end, topics = getattr(md, "from"), md.to, tuple(md.contentTopic)
     if (start, end) != (e.start, e.end) or topics != e.topics:
         report.add("metadata-mismatch", f"archive says [{start}, {end}) over {len(topics)} topics, "
                    f"index says [{e.start}, {e.end}) over {len(e.topics)}", aid)
-    n = len(arch.messages)
+    n = report.counts[aid] = len(arch.messages)
     if n == 0:
         report.add("archive-empty", "archive holds no message (builders never write an empty archive)", aid)
     bad_hash = outside = 0

@@ -160,3 +160,24 @@ def test_the_view_says_not_an_archive_in_one_sentence(qtbot, ops, tmp_path):
                                    "file nor a torrent.")
     assert view.findings.rowCount() == 0 and view.archives.rowCount() == 0 and view.checks.text() == ""
     assert view.summary.property("state") == "fault"
+
+
+def test_rows_match_the_command_lines_and_each_archive_is_parsed_once(community_copy, monkeypatch):
+    """The Inspector's rows take their counts and parse errors from the verify pass: the same rows as `archivist
+    inspect` lists (inspect_path), from one parse per archive instead of two."""
+    from core.archive.inspect import inspect_path
+    folder = community_copy["folder"]
+    aid, e = entries_of(folder)[1]
+    with open(folder / "data", "r+b") as f:        # archive 1 no longer parses: its first byte is a bad tag
+        f.seek(e.offset)
+        f.write(b"\xff")
+    cli_rows = [r.to_json() for r in inspect_path(str(folder)).rows]
+    parsed = []
+    real = codec.parse_archive_pb
+    monkeypatch.setattr(codec, "parse_archive_pb", lambda raw, **kw: parsed.append(kw["archive_id"]) or real(raw, **kw))
+    res = open_source(str(folder))
+    assert [r.to_json() for r in res.rows] == cli_rows
+    bad = next(r for r in res.rows if r.archive_id == aid)
+    assert bad.messages is None and bad.error.startswith("archive-undecodable: ")
+    assert all(r.messages for r in res.rows if r.archive_id != aid)
+    assert sorted(parsed) == sorted(r.archive_id for r in res.rows)

@@ -42,6 +42,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from core.archive import codec
 from core.archive.codec import ArchiveMessage, IndexEntry
 from core.archive.errors import ArchiveError
+from core.archive.index_check import MAX_ARCHIVE_BYTES
 from core.status.unwrap import Unwrapped, Unwrapper, preview_opened, status_unwrap
 
 ArchiveOpener = Callable[[bytes], bytes]        # encrypted communities: ciphertext -> plain archive bytes
@@ -173,10 +174,19 @@ def _check_window(aid: str, start: int, end: int, got_start: int, got_end: int) 
                            code="metadata-mismatch", archive_id=aid)
 
 
+def seek_archive(f, aid: str, e: IndexEntry) -> None:
+    """Seek the open `data` file to an archive, after refusing a size that no archive has: the index comes from
+    the torrent's owner, and one read of a hostile entry's size would take all memory."""
+    if e.size > MAX_ARCHIVE_BYTES:
+        raise ArchiveError(f"archive {aid}: size {e.size} is larger than any archive can be ({MAX_ARCHIVE_BYTES} "
+                           "bytes at most)", code="size-absurd", archive_id=aid)
+    f.seek(e.offset)
+
+
 def read_archive_rows(f, community_id: str, aid: str, e: IndexEntry, open_archive: ArchiveOpener | None = None,
                       unwrap: Unwrapper = status_unwrap) -> list[tuple]:
     """The history rows of one archive, read from the open `data` file `f`."""
-    f.seek(e.offset)
+    seek_archive(f, aid, e)
     blob = f.read(e.size)
     return rows_of_messages(community_id, aid, archive_from_blob(aid, e, blob, open_archive).messages, unwrap)
 
@@ -206,7 +216,7 @@ def read_window_preview(data_path, community_id: str, index: Mapping[str, IndexE
     with open(data_path, "rb") as f:
         for a in w.archive_ids:
             e = index[a]
-            f.seek(e.offset)
+            seek_archive(f, a, e)
             cut = e.size - e.padding if 0 <= e.padding <= e.size else e.size
             raw = f.read(cut)
             archives.append((a, open_parts(a, e, raw, f.read(e.size - cut) if len(raw) == cut else b"", open_archive),
@@ -286,7 +296,7 @@ def _decode_window(data_path, index: Mapping[str, IndexEntry], w: WindowImport,
     with open(data_path, "rb") as f:
         for a in w.archive_ids:
             e = index[a]
-            f.seek(e.offset)
+            seek_archive(f, a, e)
             decoded.append((a, archive_from_blob(a, e, f.read(e.size), open_archive).messages))
     return decoded
 

@@ -62,10 +62,10 @@ def torrent_windows(folder_path: Path, torrent: Path, community_id: str, index_c
 
 
 def read_torrent_archive(data_path: Path, mi, aid: str, e, group_keys) -> DecodedArchive:
-    from core.history_import import archive_from_blob
+    from core.history_import import archive_from_blob, seek_archive
     from core.status.archive_encryption import open_archive_bytes
     with open(data_path, "rb") as f:
-        f.seek(e.offset)
+        seek_archive(f, aid, e)
         blob = f.read(e.size)
     if len(blob) == e.size:
         for k, i in enumerate(e.pieces):        # the bytes members get: those the seeded torrent names

@@ -241,3 +241,39 @@ def test_read_archive_rows_reads_at_the_entrys_offset():
     f = io.BytesIO(b"\0" * PIECE_LENGTH + padded)
     e = IndexEntry(T, T + W, (TOPIC,), PIECE_LENGTH, size, pad)
     assert [r[1] for r in read_archive_rows(f, "0xc", "0xa", e, None, no_unwrap)] == [_msg(9).hash]
+
+
+def test_an_archive_larger_than_any_archive_is_refused_before_it_is_read(tmp_path):
+    """A hostile index can give an archive any size that its torrent's data holds; the importer reads an archive
+    whole, so it refuses one over MAX_ARCHIVE_BYTES (64 MiB) by its entry alone, in every read path."""
+    from core.archive.index_check import MAX_ARCHIVE_BYTES
+    from core.history_import import read_window_preview, seek_archive
+    big = MAX_ARCHIVE_BYTES + PIECE_LENGTH
+    e = IndexEntry(T, T + W, (TOPIC,), 0, big, 4)
+    path = tmp_path / "data"
+    with open(path, "wb") as f:
+        f.truncate(big)                       # sparse: the size is there, the reads must not be
+    reads = []
+
+    class Watched(io.FileIO):
+        def read(self, n=-1):
+            reads.append(n)
+            return super().read(n)
+
+    with Watched(path) as f:
+        for read in (lambda: read_archive_rows(f, "0xc", "0xbig", e),
+                     lambda: seek_archive(f, "0xbig", e)):
+            with pytest.raises(ArchiveError) as ei:
+                read()
+            assert (ei.value.code, ei.value.archive_id) == ("size-absurd", "0xbig")
+            assert f"size {big} is larger than any archive can be ({MAX_ARCHIVE_BYTES} bytes at most)" in str(ei.value)
+    assert reads == []
+    for window in (read_window_rows, read_window_preview):
+        with pytest.raises(ArchiveError) as ei:
+            window(path, "0xc", {"0xbig": e}, WindowImport(T, T + W, ("0xbig",)))
+        assert ei.value.code == "size-absurd"
+    # an archive of exactly the bound is read (and then refused for what it holds: zeros, not downloaded)
+    ok = IndexEntry(T, T + W, (TOPIC,), 0, MAX_ARCHIVE_BYTES, 4)
+    with pytest.raises(ArchiveError) as ei:
+        read_window_rows(path, "0xc", {"0xok": ok}, WindowImport(T, T + W, ("0xok",)))
+    assert ei.value.code == "archive-incomplete"

@@ -92,6 +92,7 @@ def test_a_date_without_zone_is_utc_whatever_the_local_zone(monkeypatch):
     time.tzset()
     try:
         assert parse_when("2026-11-23T00:00:00") == 1_795_392_000
+        assert parse_when("2026-11-23") == 1_795_392_000 and parse_when("2026-11-23", until=True) == 1_795_478_400
     finally:
         monkeypatch.undo()
         time.tzset()
@@ -142,3 +143,11 @@ def test_a_date_as_the_end_of_a_range_includes_that_whole_day():
     assert selection_from_args(a) == Selection("range", 1_795_392_000 - 6 * 86400, 1_795_392_000 + 86400)
     with pytest.raises(argparse.ArgumentTypeError, match=r"^'2026-13-01' is neither unix seconds nor an ISO date$"):
         parse_until("2026-13-01")
+
+
+def test_the_help_says_what_a_date_means():
+    p = argparse.ArgumentParser(exit_on_error=False)
+    add_selection_arguments(p)
+    text = " ".join(p.format_help().split())
+    assert "with --to: archives overlapping [from, to); unix seconds or an ISO date (UTC)" in text
+    assert text.endswith("--to END a date includes that whole day (UTC); seconds or a time are an exclusive end")

@@ -271,7 +271,7 @@ def test_an_archive_larger_than_any_archive_is_refused_before_it_is_read(tmp_pat
     for window in (read_window_rows, read_window_preview):
         with pytest.raises(ArchiveError) as ei:
             window(path, "0xc", {"0xbig": e}, WindowImport(T, T + W, ("0xbig",)))
-        assert ei.value.code == "size-absurd"
+        assert (ei.value.code, ei.value.archive_id) == ("size-absurd", "0xbig") and "archive 0xbig: " in str(ei.value)
     # an archive of exactly the bound is read (and then refused for what it holds: zeros, not downloaded)
     ok = IndexEntry(T, T + W, (TOPIC,), 0, MAX_ARCHIVE_BYTES, 4)
     with pytest.raises(ArchiveError) as ei:

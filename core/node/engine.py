@@ -347,8 +347,9 @@ class Engine:
         entries = {}
         if (folder_path / INDEX_FILE).exists():
             from core.archive.codec import decode_index
+            from core.archive.inspect import read_index
             try:   # the index is what counts (a member's data holds only the chosen archives)
-                entries = decode_index(self.unwrap_index((folder_path / INDEX_FILE).read_bytes()))
+                entries = decode_index(self.unwrap_index(read_index(folder_path / INDEX_FILE)))
             except Exception:  # encrypted without our key, or damaged: nothing to list yet
                 entries = {}
         imported = self.state.archive_ids(cid, imported=True)

@@ -29,11 +29,15 @@ def open_folder_index(folder: Path, store=None):
     from core.archive import codec
     from core.archive.constants import DATA_FILE, INDEX_FILE
     from core.archive.index_check import check_entries, errors
+    from core.archive.inspect import read_index
     from core.status.archive_encryption import is_encrypted, open_index_bytes
     index_path, data_path = folder / INDEX_FILE, folder / DATA_FILE
     if not folder.is_dir() or not index_path.is_file() or not data_path.is_file():
         raise ImportUsageError(f"{folder} is not a downloaded archive folder (it needs `index` and `data`)")
-    raw = index_path.read_bytes()
+    try:
+        raw = read_index(index_path)
+    except ArchiveError as e:
+        raise ImportUsageError(f"{index_path}: {e}") from None
     try:
         index = codec.decode_index(open_index_bytes(raw, store))
     except Exception as e:  # noqa: BLE001 - DecodeError, KeyMissing, TamperedContent: the index cannot be opened

@@ -12,6 +12,7 @@ from typing import Callable, Mapping
 from core.archive.codec import IndexEntry
 from core.archive.constants import INDEX_FILE
 from core.archive.errors import ArchiveError
+from core.archive.inspect import read_index
 from core.node import events as E
 from core.node.community import CommunityConfig, NodePaths
 from core.node.links import LinkDecision, LinkGate
@@ -177,7 +178,7 @@ class MemberNode:
             self.set_waiting("decryption key arrived: resuming the archive download")
         if not self.parked:
             return 0
-        raw = (self.paths.archive_dir / self.cid / INDEX_FILE).read_bytes()
+        raw = read_index(self.paths.archive_dir / self.cid / INDEX_FILE)
         entries = decode_index(self.index_unwrap(raw) if self.index_unwrap else raw)
         for aid in [a for a in self.parked if a not in entries]:     # no longer in the folder's index
             self.parked[aid] = "not in the local archive index (fetched again with the next link)"

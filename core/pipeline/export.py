@@ -16,6 +16,7 @@ from pathlib import Path
 
 from core.archive import codec
 from core.archive.constants import DATA_FILE, INDEX_FILE, community_id
+from core.archive.inspect import read_index
 from core.pipeline import export_rows as X
 from core.pipeline.session import SparkJob, SparkOwner
 
@@ -132,8 +133,8 @@ def _publish(tmp: Path, out: Path, overwrite: bool, fmt: str) -> None:
 def _folder_rdd(sc, folder: Path, community_id: str, store):
     import functools
     from core.status.archive_encryption import open_archive_bytes, open_index_bytes
-    raw = (folder / INDEX_FILE).read_bytes()
     try:
+        raw = read_index(folder / INDEX_FILE)
         index = codec.decode_index(open_index_bytes(raw, store))
     except Exception as e:  # noqa: BLE001 - an index that does not open is one line for the user
         raise ExportError(f"the index of {folder} does not open: {e}", getattr(e, "code", "bad-index")) from None

@@ -17,6 +17,7 @@ from core.archive import codec
 from core.archive.codec import IndexEntry
 from core.archive.constants import DATA_FILE, INDEX_FILE
 from core.archive.errors import ArchiveError
+from core.archive.inspect import read_index
 from core.history_import import ImportResult, WindowImport, plan_import, read_archive_rows
 from core.pipeline.session import SparkJob, SparkOwner
 from core.pipeline.source import DATA_UNSEEN, STAGE_UNSEEN, unseen_error
@@ -87,7 +88,7 @@ def hydrate_job(spark, job: SparkJob | None, folder: Path | str, community_id: s
     chosen archives there and executors read only those copies, never `data` (core/pipeline/stage.py)."""
     folder = Path(folder)
     data_path, index_path = str((folder / DATA_FILE).resolve()), folder / INDEX_FILE
-    raw_index = index_path.read_bytes()
+    raw_index = read_index(index_path)
     index = codec.decode_index(open_index(raw_index) if open_index else raw_index)
     if archive_ids is not None:
         chosen = list(archive_ids)

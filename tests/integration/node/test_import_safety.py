@@ -125,6 +125,12 @@ def test_archivist_import_refuses_bad_input_and_names_bad_archives(tmp_path, for
     folder.index_path.write_bytes(good.replace(next(iter(folder.entries))[2:].encode(), b"f" * 64, 1))
     err = run_cli("import", folder.path, "--history", db, check=2).stderr
     assert "key-mismatch" in err and "nothing imported" in err
+    # an index larger than any index is refused before it is read (core.archive.inspect.read_index, the bound of
+    # every reader of an index: inspect, verify, the engine, the member, import, export, hydrate)
+    with open(folder.index_path, "r+b") as f:
+        f.truncate(64 * 1024 * 1024 + 1)
+    err = run_cli("import", folder.path, "--history", db, check=2).stderr
+    assert "is 67108865 bytes, over the 67108864-byte limit" in err and "Traceback" not in err
     folder.index_path.write_bytes(good)
     # a damaged archive is named; the other window still imports
     first_id, first = folder.ordered()[0]

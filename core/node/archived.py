@@ -44,7 +44,7 @@ def torrent_windows(folder_path: Path, torrent: Path, community_id: str, index_c
     """Raises ArchiveError (or OSError: no torrent) when the index or the torrent fails its check."""
     from core.archive.folder import ArchiveFolder
     from core.archive.index_check import check_entries, errors
-    from core.archive.torrent import parse_metainfo
+    from core.archive.torrent import read_metainfo
     if not (folder_path / INDEX_FILE).exists():
         return [], None
     folder = ArchiveFolder(folder_path, recover=False, index_codec=index_codec)
@@ -54,7 +54,7 @@ def torrent_windows(folder_path: Path, torrent: Path, community_id: str, index_c
     bad = errors(check_entries(entries, data_len))
     if bad:
         raise ArchiveError(f"index fails its check: {bad[0].code}: {bad[0].message}", code=bad[0].code)
-    mi = parse_metainfo(torrent.read_bytes(), expected_name=community_id)
+    mi = read_metainfo(torrent, expected_name=community_id)
     if mi.file_length(DATA_FILE) != data_len:
         raise ArchiveError(f"the torrent describes {mi.file_length(DATA_FILE)} bytes of data, data holds "
                            f"{data_len}", code="torrent-file-size")

@@ -331,8 +331,8 @@ class ControlNode:
         tpath = torrent_path(self.paths.torrent_dir, self.cid)
         if self.seeder is not None and tpath.exists():
             self.seeding = self.seeder.seed(self.cid, self.paths.archive_dir, tpath)
-        from core.archive.torrent import parse_metainfo
-        self.magnet = parse_metainfo(tpath.read_bytes()).magnet() if tpath.exists() else None
+        from core.archive.torrent import read_metainfo
+        self.magnet = read_metainfo(tpath).magnet() if tpath.exists() else None
         self.bus.publish(E.HISTORY_ARCHIVES_SEEDING, self.cid, magnet=self.magnet)
 
     def close(self) -> None:

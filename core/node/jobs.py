@@ -66,9 +66,9 @@ def torrent_window_ids(data_path: str, torrent: str, community_id: str, parts, k
     """window_ids with core.node.archived's torrent reader, as a worker process runs it (the torrent parsed
     again from the same file; group keys from the node's key file)."""
     from pathlib import Path
-    from core.archive.torrent import parse_metainfo
+    from core.archive.torrent import read_metainfo
     from core.node.archived import read_torrent_archive
     from core.status.archive_encryption import GroupKeyStore
-    mi = parse_metainfo(Path(torrent).read_bytes(), expected_name=community_id)
+    mi = read_metainfo(torrent, expected_name=community_id)
     keys = GroupKeyStore(keys_path) if keys_path is not None else None
     return window_ids(parts, lambda aid, e: read_torrent_archive(Path(data_path), mi, aid, e, keys))

@@ -238,8 +238,23 @@ def test_topic_limit_of_an_archive(monkeypatch):
     assert len(codec.parse_archive_pb(ld(2, meta_bytes(1, 2, [b"a", b"b"]))).metadata.contentTopic) == 2
     with pytest.raises(DecodeError) as e:
         codec.parse_archive_pb(ld(2, meta_bytes(1, 2, [b"a", b"b", b"c"])), archive_id="0x3")
-    assert str(e.value) == "archive lists 3 topics, over 2"
+    assert str(e.value) == "archive lists more than 2 topics (not a real archive)"
     assert e.value.code == "archive-undecodable" and e.value.archive_id == "0x3"
+
+
+def test_topics_are_counted_before_the_parse_as_protobuf_counts_them(monkeypatch):
+    """The topic limit is checked in the metadata's own bytes (a topic bomb is refused before upb builds it); the
+    count is protobuf's: metadata fields given twice merge, a topic's own 0x22 bytes are not topics, and a field 4
+    that is not length-delimited is no topic (an unknown field to protobuf)."""
+    monkeypatch.setattr(codec, "MAX_TOPICS", 2)
+
+    def topics(raw):
+        return len(codec.parse_archive_pb(raw).metadata.contentTopic)
+    assert topics(ld(2, meta_bytes(1, 2, [b"a"])) + ld(2, meta_bytes(1, 2, [b"b"]))) == 2
+    with pytest.raises(DecodeError, match=r"^archive lists more than 2 topics \(not a real archive\)$"):
+        codec.parse_archive_pb(ld(2, meta_bytes(1, 2, [b"a", b"b"])) + ld(2, meta_bytes(1, 2, [b"c"])))
+    assert topics(ld(2, meta_bytes(1, 2, [b"\x22\x22\x22", b"\x22"]))) == 2
+    assert topics(ld(2, meta_bytes(1, 2, [b"a", b"b"]) + vi(4, 34) * 3)) == 2
 
 
 def test_limits():

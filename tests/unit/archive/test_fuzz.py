@@ -135,3 +135,22 @@ def test_decoded_entries_pickle_and_copy_as_plain_entries():
     got = next(iter(codec.decode_index(codec.encode_index({e.archive_id: e})).values()))
     for back in (pickle.loads(pickle.dumps(got)), copy.deepcopy(got), copy.copy(got)):
         assert back == e and back.archive_id == e.archive_id and back.version == 3
+
+
+_pieces = st.lists(st.one_of(
+    st.binary(max_size=4).map(lambda t: b"\x22" + bytes([len(t)]) + t),      # a topic (field 4, length-delimited)
+    st.integers(0, 127).map(lambda n: b"\x20" + bytes([n])),                 # field 4 as a varint: unknown
+    st.integers(0, 127).map(lambda n: b"\x10" + bytes([n])),                 # from
+    st.just(b"\x22\x02\x22\x22")), max_size=8)                               # a topic made of 0x22 bytes
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_pieces, min_size=1, max_size=3), st.integers(0, 6))
+def test_the_topic_count_before_the_parse_is_protobufs(monkeypatch, metadatas, limit):
+    """codec._metadata_topics_over_limit (read before protobuf builds anything) against the topics protobuf's own
+    parse gives, for archives of one to three metadata fields (protobuf merges them)."""
+    monkeypatch.setattr(codec, "MAX_TOPICS", limit)
+    raw = b"".join(b"\x12" + bytes([len(b"".join(md))]) + b"".join(md) for md in metadatas)
+    arch = pb.WakuMessageArchive()
+    arch.ParseFromString(raw)
+    assert codec._metadata_topics_over_limit(raw) == (len(arch.metadata.contentTopic) > limit)

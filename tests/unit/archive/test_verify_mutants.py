@@ -129,6 +129,12 @@ def test_undecodable_archive_keeps_the_decoder_code_and_id():
     v.verify_archive_bytes("0x1", entry_for(raw), blob(raw), r)
     assert r.findings == [Finding("archive-undecodable", "archive has no metadata (not a WakuMessageArchive, or "
                                   "encrypted)", "0x1")] and r.messages == 0
+    # what the Inspector's rows show: why it does not parse, and no count
+    assert r.unparsed == {"0x1": "archive-undecodable: archive has no metadata (not a WakuMessageArchive, or "
+                                 "encrypted)"} and r.counts == {}
+    a = arch()
+    v.verify_archive_bytes("0x2", entry_for(a.raw), blob(a.raw), r)
+    assert r.counts == {"0x2": 3} and list(r.unparsed) == ["0x1"]
 
 
 @pytest.mark.parametrize("entry_kw", [dict(start=W0 + 1), dict(end=W0 + WEEK + 1), dict(topics=(TOPIC, b"x"))])

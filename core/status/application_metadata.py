@@ -20,6 +20,7 @@ from core.pb import status_protocol_message_pb2 as proto_pb
 from core.status import payload_v1, topics
 from core.status.errors import MessageDecodeError, SignatureError
 from core.status.identity import community_public_key, recover_keccak, sign_keccak
+from core.waku.message import STATUS_MAX_MESSAGE_SIZE
 
 CHAT_MESSAGE = app_pb.ApplicationMetadataMessage.CHAT_MESSAGE                                  # 1
 COMMUNITY_MESSAGE_ARCHIVE_MAGNETLINK = app_pb.ApplicationMetadataMessage.COMMUNITY_MESSAGE_ARCHIVE_MAGNETLINK  # 43
@@ -27,6 +28,13 @@ _PB_ERRORS = (_PbDecodeError, RuntimeError, ValueError)
 # A clock is milliseconds (uint64 on the wire); members store it in SQLite, whose integers are signed 64-bit:
 # a larger clock is refused here (found by fuzzing: it crashed the member's link gate with OverflowError).
 MAX_CLOCK = (1 << 63) - 1
+# A payload the Status fleet cannot have carried (it relays whole messages of at most 1 MiB) is not opened: kept raw.
+# Opening one costs protobuf up to ~65x its size in memory (a public message of millions of empty chat messages).
+MAX_STATUS_PAYLOAD = STATUS_MAX_MESSAGE_SIZE
+
+
+def payload_too_large(raw: bytes) -> bool:
+    return len(raw) > MAX_STATUS_PAYLOAD
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +81,9 @@ def wrap_public(application_bytes: bytes, installation_id: str) -> bytes:
 
 
 def parse_protocol_message(raw: bytes) -> proto_pb.ProtocolMessage:
+    if payload_too_large(raw):
+        raise MessageDecodeError(f"a payload of {len(raw)} bytes is larger than any Status message "
+                                 f"({MAX_STATUS_PAYLOAD} bytes at most)", code="payload-too-large")
     pm = proto_pb.ProtocolMessage()
     try:
         pm.ParseFromString(bytes(raw))

@@ -74,9 +74,10 @@ def _preview_parsers() -> tuple:
         from core.pb import status_application_metadata_pb2 as app_pb
         from core.pb import status_chat_message_pb2 as chat_pb
         from core.pb import status_protocol_message_pb2 as proto_pb
+        from core.status.application_metadata import payload_too_large
         _PREVIEW_PARSERS = (proto_pb.ProtocolMessage.FromString, app_pb.ApplicationMetadataMessage.FromString,
                             chat_pb.ChatMessage.FromString, app_pb.ApplicationMetadataMessage.CHAT_MESSAGE,
-                            view_pb.ProtocolChatView.FromString)
+                            view_pb.ProtocolChatView.FromString, payload_too_large)
     return _PREVIEW_PARSERS
 
 
@@ -95,6 +96,8 @@ def preview_opened(payload: bytes, sig: bytes | None) -> tuple[tuple, bool]:
     (preview_parsed). tests/unit/status/test_unwrap_view.py holds both equal on every kind of payload, mutated and
     random ones, and tests/unit/test_history_import_authors.py holds it equal to preview_unwrap."""
     parsers = _PREVIEW_PARSERS or _preview_parsers()
+    if parsers[5](payload):             # never carried by the Status fleet: stored raw, as status_unwrap does
+        return (sig or None, None, None, None, None, None), False
     try:
         publics = parsers[4](payload).public_message
     except Exception:  # noqa: BLE001 - outside data: the three parses say what it is
@@ -117,8 +120,10 @@ def preview_opened(payload: bytes, sig: bytes | None) -> tuple[tuple, bool]:
 def preview_parsed(payload: bytes, sig: bytes | None) -> tuple[tuple, bool]:
     """preview_opened by the three parses (ProtocolMessage, ApplicationMetadataMessage, ChatMessage), each of the
     bytes the one before holds: what the one-parse view falls back to."""
-    parse_protocol, parse_app, parse_chat, chat_type = (_PREVIEW_PARSERS or _preview_parsers())[:4]
+    parse_protocol, parse_app, parse_chat, chat_type, _, too_large = _PREVIEW_PARSERS or _preview_parsers()
     sender = sig or None
+    if too_large(payload):
+        return (sender, None, None, None, None, None), False
     try:
         public = parse_protocol(payload).public_message
         if not public:                  # encrypted or empty ProtocolMessage: stored raw, as status_unwrap does

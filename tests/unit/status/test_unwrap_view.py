@@ -139,3 +139,32 @@ def test_nested_fields_written_twice_get_the_same_answer(a, b, kind):
     inner = field(2, a) + field(2, b) + write_varint(3 << 3) + write_varint(kind)
     same(field(102, inner), SIG)
     same(field(102, a) + field(102, inner), SIG)
+
+
+def test_a_payload_larger_than_any_status_message_is_kept_raw_by_every_reader():
+    """The Status fleet relays whole messages of at most 1 MiB: a larger payload never travelled and is not opened
+    (protobuf could take ~65x its size in memory: a public message of millions of empty chat messages). Every
+    reader says "stored raw" alike; one byte less is opened as before."""
+    from core.status.application_metadata import MAX_STATUS_PAYLOAD, open_protocol_payload
+    from core.status.errors import MessageDecodeError
+
+    def padded_to(size: int) -> bytes:      # a signed chat message whose text makes the payload `size` bytes
+        text = "x" * (size - len(wrap_public(app(chat(1, "")), "i")))
+        for _ in range(3):                  # the varint lengths grow with the text: settle them
+            p = wrap_public(app(chat(1, text)), "i")
+            text = text[:len(text) - (len(p) - size)]
+        p = wrap_public(app(chat(1, text)), "i")
+        assert len(p) == size
+        return p
+
+    fits, over = padded_to(MAX_STATUS_PAYLOAD), padded_to(MAX_STATUS_PAYLOAD + 1)
+    assert U.status_unwrap(fits).chat_id == "chat-1" and U.preview_opened(fits, SIG)[0][1] == "chat-1"
+    raw = ((SIG, None, None, None, None, None), False)
+    assert U.preview_opened(over, SIG) == U.preview_parsed(over, SIG) == raw
+    assert U.status_unwrap(over) is None and U.preview_unwrap(over) == (None, False)
+    with pytest.raises(MessageDecodeError) as e:
+        open_protocol_payload(over)
+    assert e.value.code == "payload-too-large"
+    assert str(e.value) == "a payload of 1048577 bytes is larger than any Status message (1048576 bytes at most)"
+    bomb = field(102, b"\x18\x01" + b"\x12\x00" * (MAX_STATUS_PAYLOAD // 2))     # millions of empty chats
+    assert U.preview_opened(bomb, None) == ((None, None, None, None, None, None), False)

@@ -193,7 +193,7 @@ def encode_archive(start: int, end: int, topics: Sequence[bytes], messages: Iter
     return arch.SerializeToString(deterministic=True)
 
 
-def _count_fields(raw: bytes, limit: int, field: int = 3) -> tuple[int, int]:
+def count_top_fields(raw: bytes, limit: int, field: int = 3) -> tuple[int, int]:
     """(matching, fields): the top-level fields numbered `field` (an archive's messages, 3; an index's entries, 1)
     and all top-level fields, counted without decoding, stopping once there are more matching than `limit` or more
     fields than `limit + OTHER_FIELDS`. An archive's top level is its version, its metadata and its messages (an
@@ -217,7 +217,7 @@ def refuse_too_many_entries(raw: bytes, code: str) -> None:
     """Raise DecodeError(code) when an index (BitTorrent's or Codex's: both a map in field 1) lists more than
     MAX_INDEX_ENTRIES entries, or has more top-level fields than that, before protobuf builds any of them."""
     if raw.count(b"\x0a") > MAX_INDEX_ENTRIES:       # each entry starts with 0x0a: else there cannot be too many
-        entries, fields = _count_fields(raw, MAX_INDEX_ENTRIES, field=1)
+        entries, fields = count_top_fields(raw, MAX_INDEX_ENTRIES, field=1)
         if entries > MAX_INDEX_ENTRIES or fields > MAX_INDEX_ENTRIES + OTHER_FIELDS:
             raise DecodeError(f"index lists more than {MAX_INDEX_ENTRIES} archives (not a real index)", code=code)
 
@@ -254,7 +254,7 @@ def parse_archive_pb(raw: bytes, *, archive_id: str | None = None) -> pb.WakuMes
     raw = bytes(raw)
     limit = MAX_ARCHIVE_MESSAGES
     if raw.count(b"\x1a") > limit:                   # each message starts with 0x1a: else there cannot be too many
-        messages, fields = _count_fields(raw, limit)
+        messages, fields = count_top_fields(raw, limit)
         if messages > limit:
             raise DecodeError(f"archive holds more than {MAX_ARCHIVE_MESSAGES} messages (not a real archive)",
                               code="archive-too-many-messages", archive_id=archive_id)

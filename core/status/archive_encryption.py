@@ -23,7 +23,7 @@ from typing import Callable
 from Crypto.Cipher import AES
 from google.protobuf.message import DecodeError as _PbDecodeError
 
-from core.archive.codec import keccak256
+from core.archive.codec import OTHER_FIELDS, count_top_fields, keccak256
 from core.hextext import from_hex
 from core.pb import archivist_status_view_pb2 as view_pb
 from core.pb import communities_archive_pb2 as archive_pb
@@ -277,7 +277,7 @@ def hash_ratchet_message(data: bytes) -> proto_pb.EncryptedMessageProtocol | Non
 
     A plain archive is told apart first by the one field that matters (may_be_encrypted), without the full
     ProtocolMessage parse, which reads each of its messages as a Bundle (~10 ms a 10 MB archive)."""
-    if not data or not may_be_encrypted(data):
+    if not data or not may_be_encrypted(data) or too_many_bundles(data):
         return None
     pm = proto_pb.ProtocolMessage()
     try:
@@ -290,6 +290,19 @@ def hash_ratchet_message(data: bytes) -> proto_pb.EncryptedMessageProtocol | Non
     if not msg.HasField("HR_header") or not msg.HR_header.group_id:
         return None
     return msg
+
+
+MAX_BUNDLES = 4096    # status-go's ProtocolMessage carries a bundle or two; more is a shape that only costs memory
+
+
+def too_many_bundles(data: bytes) -> bool:
+    """Whether `data` holds more than MAX_BUNDLES top-level bundles (field 3) or more top-level fields than that
+    allows, counted before the ProtocolMessage parse makes a Bundle of each: 30 MiB of empty ones took it 1.3
+    CPU-s and ~1 GB. Such bytes are not opened as an encrypted archive (and then do not decode as a plain one)."""
+    if data.count(b"\x1a") <= MAX_BUNDLES:           # each bundle starts with 0x1a: else there cannot be too many
+        return False
+    bundles, fields = count_top_fields(data, MAX_BUNDLES, field=3)
+    return bundles > MAX_BUNDLES or fields > MAX_BUNDLES + OTHER_FIELDS
 
 
 def may_be_encrypted(data: bytes) -> bool:

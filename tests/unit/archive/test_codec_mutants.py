@@ -147,23 +147,23 @@ def test_decode_archive_keeps_the_version():
 
 def test_count_fields():
     m = ld(3, b"x")
-    assert codec._count_fields(m * 5, 10) == (5, 5)
-    assert codec._count_fields(ld(2, b"\x1a\x1a") + m * 3, 10) == (3, 4)   # only top-level field 3 is a message
-    assert codec._count_fields(m * 5, 2) == (3, 3)                      # stops just past the limit
-    assert codec._count_fields(m * 2 + b"\x1a\x09short", 10) == (3, 3)  # the last one's length is not checked
-    assert codec._count_fields(m * 2 + b"\x0f", 10) == (2, 2)           # a bad tag stops the count
-    assert codec._count_fields(b"", 10) == (0, 0)
+    assert codec.count_top_fields(m * 5, 10) == (5, 5)
+    assert codec.count_top_fields(ld(2, b"\x1a\x1a") + m * 3, 10) == (3, 4)   # only top-level field 3 is a message
+    assert codec.count_top_fields(m * 5, 2) == (3, 3)                      # stops just past the limit
+    assert codec.count_top_fields(m * 2 + b"\x1a\x09short", 10) == (3, 3)  # the last one's length is not checked
+    assert codec.count_top_fields(m * 2 + b"\x0f", 10) == (2, 2)           # a bad tag stops the count
+    assert codec.count_top_fields(b"", 10) == (0, 0)
     other = 2 + codec.OTHER_FIELDS                                       # limit + OTHER_FIELDS = 18 fields at most
-    assert codec._count_fields(vi(1, 1) * 40, 2) == (0, other + 1)      # ... then it stops, past the bound
-    assert codec._count_fields(vi(1, 1) * other + m * 40, 2) == (1, other + 1)
-    assert codec._count_fields(vi(1, 1) * (other - 3) + m * 40, 2) == (3, other)   # messages past the limit first
-    assert codec._count_fields(b"\x0d" + bytes(4) + b"\x09" + bytes(8) + m, 10) == (1, 3)   # 32- and 64-bit fields
+    assert codec.count_top_fields(vi(1, 1) * 40, 2) == (0, other + 1)      # ... then it stops, past the bound
+    assert codec.count_top_fields(vi(1, 1) * other + m * 40, 2) == (1, other + 1)
+    assert codec.count_top_fields(vi(1, 1) * (other - 3) + m * 40, 2) == (3, other)   # messages past the limit first
+    assert codec.count_top_fields(b"\x0d" + bytes(4) + b"\x09" + bytes(8) + m, 10) == (1, 3)   # 32- and 64-bit fields
 
 
 def test_count_fields_of_another_number():
     e = ld(1, b"entry")
-    assert codec._count_fields(e * 4 + ld(3, b"x"), 10, field=1) == (4, 5)
-    assert codec._count_fields(e * 4, 2, field=1) == (3, 3)
+    assert codec.count_top_fields(e * 4 + ld(3, b"x"), 10, field=1) == (4, 5)
+    assert codec.count_top_fields(e * 4, 2, field=1) == (3, 3)
 
 
 @pytest.mark.parametrize("decode,code", [(codec.decode_index, "index-too-big"), ("codex", "index-too-large")])

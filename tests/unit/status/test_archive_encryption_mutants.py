@@ -246,6 +246,20 @@ def test_hash_ratchet_message_detection():
     assert ae.is_encrypted(hr_message(h)) is True and ae.is_encrypted(b"") is False
 
 
+def test_a_message_of_too_many_bundles_is_not_parsed():
+    """A ProtocolMessage parse makes a Bundle of each top-level field 3; more than MAX_BUNDLES of them (or more
+    top-level fields than that allows) is refused before that parse, however the encrypted part looks. Payload
+    bytes that happen to be 0x1a are not bundles: the exact count decides."""
+    h = proto_pb.HRHeader(seq_no=1, group_id=GID, key_id=b"k")
+    real = hr_message(h, b"\x1a" * (ae.MAX_BUNDLES * 2))               # many 0x1a bytes, no bundle
+    assert ae.hash_ratchet_message(real).payload == b"\x1a" * (ae.MAX_BUNDLES * 2)
+    assert ae.hash_ratchet_message(real + b"\x1a\x00" * ae.MAX_BUNDLES) is not None     # at the limit
+    assert ae.too_many_bundles(real + b"\x1a\x00" * (ae.MAX_BUNDLES + 1))
+    assert ae.hash_ratchet_message(real + b"\x1a\x00" * (ae.MAX_BUNDLES + 1)) is None
+    other = b"\x10\x01" * (ae.MAX_BUNDLES + 15)     # not bundles: with real's two fields, one past the field bound
+    assert ae.too_many_bundles(real + other) and not ae.too_many_bundles(real + other[:-2])
+
+
 def test_unwrap_not_encrypted_names_the_archive():
     with pytest.raises(EncryptionError) as e:
         ae.unwrap(b"plain bytes", store_of(), archive_id="0xab")

@@ -14,7 +14,7 @@ def from_hex(text: str) -> bytes:
     try:
         out = bytes.fromhex(digits)
     except ValueError:
-        out = b""
-    if 2 * len(out) != len(digits) or (not out and digits):
+        out = None
+    if out is None or 2 * len(out) != len(digits):
         raise ValueError("not hex (only the digits 0-9 and a-f, after an optional 0x)")   # no echo: keys are hex
     return out

@@ -21,7 +21,7 @@ MAX_ARCHIVE_MESSAGES = 1_000_000
 MAX_TOPICS = 65_536
 OTHER_FIELDS = 16   # top-level fields of an archive besides its messages: version, metadata, and room for new ones
 # An index's entries, BitTorrent or Codex: ~5,000 years of weekly archives (`make bench` decodes a 200k-entry index).
-# Unbounded, a 16 MiB index of empty entries took 25.7 CPU-s and 1.5 GB (a torrent's index may be 256 MiB).
+# Unbounded, a 16 MiB index of empty entries took 25.7 CPU-s and 1.5 GB (an index file may be 64 MiB).
 MAX_INDEX_ENTRIES = 262_144
 _PB_ERRORS = (_PbDecodeError, RuntimeError, ValueError, OverflowError)
 

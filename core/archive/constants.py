@@ -4,6 +4,9 @@ import re
 PIECE_LENGTH = 102_400                 # torrent piece length and padding unit
 MAX_ARCHIVE_PAYLOAD = 30_000_000       # chunking cap per archive (len(payload) + len(sig) summed)
 PARTITION_SECONDS = 7 * 24 * 3600      # one archive window
+# an index file, BitTorrent's or Codex's: refused before it is read, fetched or decoded (the torrent that names a
+# larger one is refused); far above the 262,144 entries any index may list (codec.MAX_INDEX_ENTRIES)
+MAX_INDEX_BYTES = 64 * 1024 * 1024
 DATA_FILE = "data"
 INDEX_FILE = "index"
 DEFAULT_TRACKERS = (

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from core.archive import codec
-from core.archive.constants import DATA_FILE, INDEX_FILE
+from core.archive.constants import DATA_FILE, INDEX_FILE, MAX_INDEX_BYTES
 from core.archive.errors import ArchiveError
 from core.archive.index_check import Finding, check_entries, plan_reads
 from core.archive.torrent import Metainfo, is_magnet_link, read_metainfo
@@ -25,7 +25,6 @@ def utc_text(t, fmt: str = "%Y-%m-%d %H:%M") -> str:
     except (OverflowError, OSError, ValueError, TypeError):
         return str(t)
 
-MAX_INDEX_READ = 64 * 1024 * 1024      # ~600k archives: far beyond any community; refused before reading
 _SKIP_REASON = {
     "padding-exceeds-size": "its padding is larger than its size",
     "index-past-data": "it runs past the end of data",
@@ -128,7 +127,7 @@ def read_bounded(path: Path, limit: int, what: str, code: str) -> bytes:
 
 
 def read_index(path: Path) -> bytes:
-    return read_bounded(path, MAX_INDEX_READ, "index", "index-too-big")
+    return read_bounded(path, MAX_INDEX_BYTES, "index", "index-too-big")
 
 
 def read_raw(f: BinaryIO, e: codec.IndexEntry, archive_id: str | None = None) -> bytes:

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import fastbencode
 
-from core.archive.constants import DATA_FILE, INDEX_FILE, PIECE_LENGTH
+from core.archive.constants import DATA_FILE, INDEX_FILE, MAX_INDEX_BYTES, PIECE_LENGTH
 from core.archive.errors import InvalidTorrent
 
 MAX_METAINFO_BYTES = 16 * 1024 * 1024
@@ -22,7 +22,6 @@ MAX_TOTAL_BYTES = 1 << 40          # 1 TiB: far above any community history; ref
 # limits are 100 levels and 3M tokens; a status torrent (two files, its trackers) is 5 levels and a few dozen values
 MAX_BENCODE_DEPTH = 100
 MAX_BENCODE_VALUES = 100_000
-MAX_INDEX_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,11 @@ from typing import Iterable, Mapping
 from google.protobuf.message import DecodeError as _PbDecodeError
 
 from core.archive.codec import DecodedArchive, archive_id, decode_archive, metadata_pb, refuse_too_many_entries
+from core.archive.constants import MAX_INDEX_BYTES
 from core.archive.errors import ArchiveError
 from core.codex.cid import CidError, parse_cid
 from core.pb import communities_archive_pb2 as pb
 
-MAX_INDEX_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -320,7 +320,7 @@ def test_missing_index_and_data(tmp_path):
 def test_unreadable_index_is_one_finding(tmp_path, monkeypatch):
     from core.archive import inspect
     path, _ = folder(tmp_path)
-    monkeypatch.setattr(inspect, "MAX_INDEX_READ", 10)
+    monkeypatch.setattr(inspect, "MAX_INDEX_BYTES", 10)
     r = v.verify_folder(path)
     size = (path / "index").stat().st_size
     assert r.findings == [Finding("index-too-big", f"index {path / 'index'} is {size} bytes, over the 10-byte limit")]

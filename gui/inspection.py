@@ -9,7 +9,7 @@ from core.archive import codec
 from core.archive.constants import DATA_FILE, INDEX_FILE, PIECE_LENGTH
 from core.archive.errors import ArchiveError
 from core.archive.index_check import plan_reads
-from core.archive.inspect import ArchiveRow, inspect_path, message_count, read_index, read_raw
+from core.archive.inspect import ArchiveRow, Inspection, inspect_path, message_count, read_index, read_raw
 from core.archive.torrent import Metainfo, is_magnet_link, piece_hashes, read_metainfo
 from core.archive.verify import Finding, Report, verify_folder, verify_index_file
 from core.torrent.magnet import MagnetError, parse_magnet
@@ -28,10 +28,13 @@ class InspectorResult:
     decoded: dict = field(default_factory=dict)  # archive id -> messages already decoded (Codex: no local data)
     spans: dict[int, tuple[int, int]] = field(default_factory=dict)   # finding index -> damaged data bytes
     not_archive: str | None = None              # one sentence when the source is not an archive at all
+    inspection: Inspection | None = field(default=None, repr=False)   # the core listing the rows come from
 
     def messages(self, archive_id: str) -> list[codec.ArchiveMessage]:
         if archive_id in self.decoded:
             return self.decoded[archive_id]
+        if self.inspection is not None and self.inspection.folder is not None:
+            return self.inspection.messages(archive_id)     # core's rule: a row not read when listed is not read now
         if self.folder is None:
             raise ArchiveError("no data file to read this archive from", code="data-missing")
         return archive_messages(self.folder, archive_id)
@@ -207,7 +210,7 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
     res = InspectorResult(source, "folder")
     try:
         ins = inspect_path(source, count_messages=False)    # counted by the verify pass below
-        res.kind, res.folder, res.torrent, res.rows = ins.kind, ins.folder, ins.torrent, ins.rows
+        res.kind, res.folder, res.torrent, res.rows, res.inspection = ins.kind, ins.folder, ins.torrent, ins.rows, ins
         if p.name == DATA_FILE:
             res.kind = "data"
     except (ArchiveError, OSError) as e:

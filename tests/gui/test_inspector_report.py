@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from core.archive import codec
 from core.archive.constants import PIECE_LENGTH
 from gui.inspection import open_source
@@ -181,3 +183,29 @@ def test_rows_match_the_command_lines_and_each_archive_is_parsed_once(community_
     assert bad.messages is None and bad.error.startswith("archive-undecodable: ")
     assert all(r.messages for r in res.rows if r.archive_id != aid)
     assert sorted(parsed) == sorted(r.archive_id for r in res.rows)
+
+
+def test_a_row_not_read_when_listed_is_not_decoded_on_click(tmp_path):
+    """Two index entries over the same bytes: the second is listed with offset-overlap and not read. Clicking it in
+    the Inspector refuses as `archivist inspect` does (core's Inspection.messages); it used to decode the bytes."""
+    from core.archive.codec import ArchiveMessage, IndexEntry
+    from core.archive.errors import ArchiveError
+    from core.archive.inspect import inspect_path
+    d = tmp_path / ("0x02" + "ab" * 32)
+    d.mkdir()
+    topic = b"\1\2\3\4"
+    raw = codec.encode_archive(1000, 2000, [topic], [ArchiveMessage(b"s" * 65, 1000, topic, b"hello", hash=b"h" * 32)])
+    size, pad = codec.padded_size(len(raw))
+    (d / "data").write_bytes(raw + bytes(pad))
+    a = IndexEntry(1000, 2000, (topic,), 0, size, pad)
+    b = IndexEntry(1000, 2001, (topic,), 0, size, pad)
+    (d / "index").write_bytes(codec.encode_index({a.archive_id: a, b.archive_id: b}))
+    res, ins = open_source(str(d)), inspect_path(str(d))
+    skipped = next(r for r in res.rows if r.error)
+    assert skipped.error.startswith("offset-overlap: ")
+    for reader in (res, ins):
+        with pytest.raises(ArchiveError) as e:
+            reader.messages(skipped.archive_id)
+        assert e.value.code == "offset-overlap"
+    good = next(r for r in res.rows if not r.error)
+    assert [m.payload for m in res.messages(good.archive_id)] == [b"hello"]

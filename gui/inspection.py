@@ -93,7 +93,7 @@ def _where(at: int, raw_size: int) -> str:
     return "; the archive's message bytes were altered"
 
 
-def open_codex(cid: str, api_url: str, timeout: float = 30.0) -> InspectorResult:
+def open_codex(cid: str, api_url: str | None, timeout: float = 30.0) -> InspectorResult:
     """A Codex index CID: fetch the index and every archive from the node, check each against its CID and the
     index, and pin every fault to its archive."""
     from core.codex import index as cindex
@@ -107,7 +107,7 @@ def open_codex(cid: str, api_url: str, timeout: float = 30.0) -> InspectorResult
             raw = checked_download(client, cid)
         except CodexError as e:
             res.error = f"{e.code}: {e}"
-            rep.add(e.code, f"index {cid} could not be fetched from {api_url}: {e}")
+            rep.add(e.code, f"index {cid} could not be fetched from {client.base_url}: {e}")
             return res
         try:
             entries = cindex.decode_index(raw)
@@ -193,8 +193,7 @@ def open_source(source: str, torrent: str | None = None, codex_api: str | None =
         res.kind, res.magnet, res.source = "magnet", source, source
         return res
     if source.startswith("codex:") or (not Path(source).exists() and _is_cid(source)):
-        from core.codex.client import DEFAULT_API
-        return open_codex(source.removeprefix("codex:"), codex_api or DEFAULT_API)
+        return open_codex(source.removeprefix("codex:"), codex_api)
     if is_magnet_link(source):
         try:
             m = parse_magnet(source)

@@ -13,12 +13,12 @@ from typing import Callable
 
 import httpx
 
+from core.codex import DEFAULT_API  # noqa: F401 - re-exported: the client's default
 from core.codex.cid import CidError, parse_cid
 from core.codex.errors import (CodexBadResponse, CodexError, CodexNotFound, CodexQuotaExceeded, CodexTimeout,
                                CodexTruncated, CodexUnreachable)
 from core.codex.manifest import Manifest, ManifestError, manifest_from_json
 
-DEFAULT_API = "http://127.0.0.1:8080/api/codex/v1"
 MAX_DOWNLOAD = 64 * 1024 * 1024  # an archive is at most 30 MB; refuse absurd bodies
 
 
@@ -35,10 +35,12 @@ class Space:
 
 
 class CodexClient:
-    def __init__(self, base_url: str = DEFAULT_API, *, connect_timeout: float = 5.0, read_timeout: float = 30.0,
+    def __init__(self, base_url: str | None = DEFAULT_API, *, connect_timeout: float = 5.0, read_timeout: float = 30.0,
                  download_deadline: float = 300.0, transport: httpx.BaseTransport | None = None,
                  monotonic: Callable[[], float] = time.monotonic):
-        self.base_url = base_url.rstrip("/")
+        # no URL (a community's config without codex_api, the Inspector without one in Settings): the local node's
+        # default address, the one rule for every caller
+        self.base_url = (base_url or DEFAULT_API).rstrip("/")
         self.download_deadline = download_deadline
         self._monotonic = monotonic
         timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout)

@@ -272,8 +272,6 @@ class ControlNode:
         if self._codex is None:
             from core.codex.backend import CodexOwner
             from core.codex.client import CodexClient
-            if not self.cfg.codex_api:
-                raise ValueError(f"community {self.cid} uses Codex but has no codex_api URL")
             self._codex = CodexOwner(CodexClient(self.cfg.codex_api), self.paths.root / "codex", self.cid,
                                      transform=self._transform(), clock=self.clock.now, interval=self.interval)
         return self._codex

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QWidget)
 
 from core.archive.constants import DEFAULT_TRACKERS
+from core.codex import DEFAULT_API
 from gui.views.path_field import path_field
 
 DEFAULTS = {
@@ -25,7 +26,7 @@ DEFAULTS = {
     "nwaku_rest_url": "",
     "spark_master": "local[2]",
     "spark_warmup": True,       # start the JVM and a tiny job in the background at launch (~12 s, off the GUI)
-    "codex_api_url": "http://127.0.0.1:8080/api/codex/v1",
+    "codex_api_url": DEFAULT_API,
     "trackers": "\n".join(DEFAULT_TRACKERS),
     "default_policy": "all",
     "global_archive_support": True,

@@ -9,7 +9,7 @@ from pathlib import Path
 from core.archive.constants import community_id as canonical_community_id
 from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, CommunityConfig
 from core.pipeline.session import EXECUTOR_TIMEOUT_S
-from core.torrent.magnet import format_peer, parse_peer
+from core.torrent.magnet import format_peer, parse_listen, parse_peer
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S
 
 DEFAULT_POLICIES = ("all", "latest")  # a default needs no dates; a range is chosen per community
@@ -69,6 +69,16 @@ def peer(s) -> tuple[str, int]:
     p = parse_peer(s.strip()) if isinstance(s, str) else None
     if p is None:
         raise ConfigError(f"BitTorrent peer {s!r} is not HOST:PORT (or [IPv6]:PORT), with a port from 1 to 65535")
+    return p
+
+
+def listen_address(s) -> tuple[str, int]:
+    """`[torrent] listen` (core.torrent.magnet.parse_listen's rule: the config, the node and the settings forms).
+    Raises ConfigError."""
+    p = parse_listen(s.strip()) if isinstance(s, str) else None
+    if p is None:
+        raise ConfigError(f"torrent.listen {s!r} is not HOST:PORT (or [IPv6]:PORT), with a port from 0 (any free "
+                          "port) to 65535")
     return p
 
 
@@ -185,6 +195,7 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
                           "request_burst_per_ip at least 1")
     if s.spark_encrypt and not s.spark_secret_file:
         raise ConfigError("spark.encrypt needs spark.secret_file (encryption uses the cluster's shared secret)")
+    listen_address(s.torrent_listen)
     if s.waku_backend not in ("embedded", "nwaku-rest", "none"):
         raise ConfigError(f"waku.backend must be embedded, nwaku-rest or none, not {s.waku_backend!r}")
     from core.waku.networks import NETWORKS
@@ -408,7 +419,7 @@ def first_run_settings(*, role: str, community_id: str, data_dir: Path, name: st
     if default_policy not in DEFAULT_POLICIES:
         default_policy = "all"          # a window setting of "range" has no dates to be a node default
     host = "127.0.0.1" if loopback else "0.0.0.0"
-    s = NodeSettings(data_dir=Path(data_dir), torrent_listen=f"{host}:{torrent_port}", torrent_local=loopback,
+    s = NodeSettings(data_dir=Path(data_dir), torrent_listen=format_peer(host, torrent_port), torrent_local=loopback,
                      waku_backend="nwaku-rest" if nwaku_rest_url else "embedded", waku_port=waku_port,
                      waku_peers=[p for p in (waku_peers or []) if p.strip()],
                      torrent_peers=[peer(p) for p in (torrent_peers or []) if p.strip()],

@@ -100,9 +100,10 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True, offload
     from core.torrent.service import TorrentService
     from core.torrent.settings import TorrentSettings
     s.data_dir.mkdir(parents=True, exist_ok=True)
-    host, _, port = s.torrent_listen.rpartition(":")
-    tset = (TorrentSettings.loopback(listen_host=host, listen_port=int(port)) if s.torrent_local
-            else TorrentSettings(listen_host=host, listen_port=int(port)))
+    from core.node.config import listen_address
+    host, port = listen_address(s.torrent_listen)
+    tset = (TorrentSettings.loopback(listen_host=host, listen_port=port) if s.torrent_local
+            else TorrentSettings(listen_host=host, listen_port=port))
     torrents = TorrentService(tset, s.data_dir / "torrent-state").start()
     waku = _waku_backend(s)
     transport = None

@@ -29,11 +29,23 @@ class MagnetLink:
     community_id: str | None = None                # the expected community (dn, or given), when it is one
 
 
-def parse_peer(text: str) -> tuple[str, int] | None:
-    """host:port or [v6]:port, or None. ASCII digits only: "²".isdigit() is true but int("²") raises."""
+def _host_port(text: str, lowest: int) -> tuple[str, int] | None:
+    """host:port or [v6]:port with lowest <= port <= 65535, or None. ASCII digits only: "²".isdigit() is true but
+    int("²") raises."""
     host, _, port = text.rpartition(":")
-    ok = host and port.isascii() and port.isdigit() and 0 < int(port) < 65536
+    ok = host and port.isascii() and port.isdigit() and lowest <= int(port) < 65536
     return (host.strip("[]"), int(port)) if ok else None
+
+
+def parse_peer(text: str) -> tuple[str, int] | None:
+    """A peer to connect to: host:port or [v6]:port, port 1-65535, or None."""
+    return _host_port(text, 1)
+
+
+def parse_listen(text: str) -> tuple[str, int] | None:
+    """Where a BitTorrent session listens (`[torrent] listen`, `--listen`): host:port or [v6]:port, port 0 (any
+    free one) to 65535, or None."""
+    return _host_port(text, 0)
 
 
 def format_peer(host: str, port: int) -> str:

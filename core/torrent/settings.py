@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.archive.constants import DEFAULT_TRACKERS
+from core.torrent.magnet import format_peer
 
 
 @dataclass
@@ -47,7 +48,7 @@ class TorrentSettings:
                 | cat.piece_progress_notification | cat.connect_notification | cat.port_mapping_notification
                 | cat.peer_notification)
         pack = {
-            "listen_interfaces": f"{self.listen_host}:{self.listen_port}",
+            "listen_interfaces": format_peer(self.listen_host, self.listen_port),   # [v6]:port, as libtorrent wants
             "enable_dht": self.dht,
             "enable_lsd": self.lsd,
             "enable_upnp": self.upnp,

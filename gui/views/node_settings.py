@@ -11,7 +11,7 @@ from pathlib import Path
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
                                QSpinBox, QVBoxLayout, QWidget)
 
-from core.node.config import ConfigError, NodeSettings, load, peer, save
+from core.node.config import ConfigError, NodeSettings, listen_address, load, peer, save
 from core.torrent.magnet import format_peer
 from core.waku.networks import NETWORKS
 from gui.views.spark_settings import SparkBox
@@ -34,8 +34,7 @@ def channel_names_in(path: Path) -> dict[str, str]:
 
 
 def _port(listen: str) -> int:
-    _, _, p = listen.rpartition(":")
-    return int(p) if p.isdigit() else 0
+    return listen_address(listen)[1]
 
 
 class NodeSettingsForm(QGroupBox):
@@ -135,14 +134,14 @@ class NodeSettingsForm(QGroupBox):
     def settings(self) -> NodeSettings:
         """The form's values over the loaded settings (communities and the rest unchanged). Raises ConfigError
         for a BitTorrent peer that is not HOST:PORT."""
-        host = self.loaded.torrent_listen.rpartition(":")[0] or "0.0.0.0"
+        host = listen_address(self.loaded.torrent_listen)[0]
         url = self.nwaku.text().strip()
         backend = "nwaku-rest" if url else ("embedded" if self.loaded.waku_backend == "nwaku-rest"
                                             else self.loaded.waku_backend)
         text = self.data_dir.text().strip()
         return dataclasses.replace(
             self.loaded, data_dir=Path(text).expanduser() if text else self.loaded.data_dir,
-            torrent_listen=f"{host}:{self.torrent_port.value()}", waku_port=self.waku_port.value(),
+            torrent_listen=format_peer(host, self.torrent_port.value()), waku_port=self.waku_port.value(),
             waku_network=self.network.currentData(),
             waku_peers=[p.strip() for p in self.waku_peers.toPlainText().splitlines() if p.strip()],
             waku_backend=backend, waku_rest_url=url or self.loaded.waku_rest_url,

@@ -159,11 +159,13 @@ class SettingsDialog(QDialog):
             return
         values = self.values()
         if self.node is not None:          # the node's rows come from the TOML: keep the QSettings copy in step
+            from core.node.config import listen_address
+            from core.torrent.magnet import format_peer
             n = self.node.loaded
-            values.update(torrent_port=int(n.torrent_listen.rpartition(":")[2] or 0), waku_port=n.waku_port,
+            values.update(torrent_port=listen_address(n.torrent_listen)[1], waku_port=n.waku_port,
                           waku_peers="\n".join(n.waku_peers), spark_master=n.spark_master,
                           nwaku_rest_url=n.waku_rest_url if n.waku_backend == "nwaku-rest" else "",
-                          torrent_peers="\n".join(f"{h}:{p}" for h, p in n.torrent_peers),
+                          torrent_peers="\n".join(format_peer(h, p) for h, p in n.torrent_peers),
                           default_policy=n.default_policy)
             values.pop("data_dir")         # the data directory in QSettings says where the TOML is: unchanged
         save(self.settings, values)

@@ -252,15 +252,6 @@ def test_late_messages_note_and_windows(tmp_path, caplog):
                            "any archive)")
 
 
-def test_codex_without_api_url(tmp_path):
-    o = owner(tmp_path)
-    o.cfg.backend = "codex"
-    node = o.open()
-    with pytest.raises(ValueError) as e:
-        node.codex_owner()
-    assert str(e.value) == f"community {o.cid} uses Codex but has no codex_api URL"
-
-
 def test_retention_limit_is_the_older_of_retention_and_the_last_archive(tmp_path):
     o, node, base = archived(tmp_path, 60, 3, retention=2 * WEEK)  # three windows archived
     o.clock.set(base + 3 * WEEK + 2 * HOUR)

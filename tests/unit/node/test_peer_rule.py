@@ -48,3 +48,21 @@ def test_every_place_reads_a_peer_the_same(text, expected, tmp_path):
 def test_a_peer_that_is_not_text_is_a_config_error(tmp_path):
     assert config_error(tmp_path, "[torrent]\npeers = [6881]\n") == (
         "BitTorrent peer 6881 is not HOST:PORT (or [IPv6]:PORT), with a port from 1 to 65535")
+
+
+def test_the_listen_address_has_one_rule(tmp_path):
+    """`[torrent] listen` is read by core.node.config.listen_address (core.torrent.magnet.parse_listen) in the
+    config, the node and both settings forms; port 0 means any free port. Before, the config took anything, the node
+    failed to start on "0.0.0.0" or "0.0.0.0:any" (int()), and the forms showed "any free port" for them."""
+    from core.node.config import listen_address
+    from core.torrent.settings import TorrentSettings
+    assert listen_address("0.0.0.0:0") == ("0.0.0.0", 0)
+    assert listen_address("[::]:6881") == ("::", 6881)
+    assert TorrentSettings(listen_host="::", listen_port=6881).settings_pack()["listen_interfaces"] == "[::]:6881"
+    for bad in ("0.0.0.0", "0.0.0.0:", "0.0.0.0:any", ":6881", "h:65536", "h:\u00b2"):
+        with pytest.raises(ConfigError, match="is not HOST:PORT"):
+            listen_address(bad)
+        assert config_error(tmp_path, f'[torrent]\nlisten = "{bad}"\n') == (
+            f"torrent.listen {bad!r} is not HOST:PORT (or [IPv6]:PORT), with a port from 0 (any free port) to 65535")
+    s = first_run_settings(role="member", community_id=CID, data_dir=tmp_path, torrent_port=0)
+    assert listen_address(s.torrent_listen) == ("0.0.0.0", 0)

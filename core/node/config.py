@@ -8,7 +8,7 @@ from pathlib import Path
 
 from core.archive.constants import community_id as canonical_community_id
 from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, CommunityConfig
-from core.pipeline.session import EXECUTOR_TIMEOUT_S
+from core.pipeline.session import DEFAULT_MASTER, EXECUTOR_TIMEOUT_S
 from core.torrent.magnet import format_peer, parse_listen, parse_peer
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S
 
@@ -44,7 +44,7 @@ class NodeSettings:
     waku_request_burst_per_ip: int = IP_BURST
     waku_rate_exempt_ips: list[str] = field(default_factory=list)  # addresses without an address budget
     waku_network: str = "local"                  # local | status: cluster, shards, enrtree (core/waku/networks.py)
-    spark_master: str = "local[*]"
+    spark_master: str = DEFAULT_MASTER
     spark_build: bool = True                     # control nodes build on Spark (False: single-process path)
     spark_secret_file: str | None = None         # the cluster's shared secret (spark.authenticate), a 0600 file
     spark_encrypt: bool = False                  # spark.network.crypto.enabled (needs spark_secret_file)
@@ -149,7 +149,7 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
             waku_request_burst_per_ip=int(w.get("request_burst_per_ip", IP_BURST)),
             waku_rate_exempt_ips=[str(x) for x in w.get("rate_exempt_ips", [])],
             waku_network=str(w.get("network", "local")).strip().lower(),
-            spark_master=str(doc.get("spark", {}).get("master", "local[*]")),
+            spark_master=str(doc.get("spark", {}).get("master", DEFAULT_MASTER)),
             spark_build=bool(doc.get("spark", {}).get("build", True)),
             spark_secret_file=rel(doc.get("spark", {}).get("secret_file")),
             spark_encrypt=_bool(doc.get("spark", {}).get("encrypt", False), "spark.encrypt"),
@@ -394,7 +394,7 @@ def first_run_settings(*, role: str, community_id: str, data_dir: Path, name: st
                        range_start: int | None = None, range_end: int | None = None, torrent_port: int = 0,
                        loopback: bool = False, waku_port: int = 0, waku_peers: list[str] | None = None,
                        nwaku_rest_url: str = "", torrent_peers: list[str] | None = None,
-                       default_policy: str = "all") -> NodeSettings:
+                       default_policy: str = "all", spark_master: str = "") -> NodeSettings:
     """The node settings of one community from the first-run choices (owner: role control with its key file and
     channels; member: a download policy). Raises ConfigError with one sentence."""
     from core.status.identity import community_public_key
@@ -423,7 +423,7 @@ def first_run_settings(*, role: str, community_id: str, data_dir: Path, name: st
                      waku_backend="nwaku-rest" if nwaku_rest_url else "embedded", waku_port=waku_port,
                      waku_peers=[p for p in (waku_peers or []) if p.strip()],
                      torrent_peers=[peer(p) for p in (torrent_peers or []) if p.strip()],
-                     default_policy=default_policy)
+                     default_policy=default_policy, spark_master=spark_master.strip() or DEFAULT_MASTER)
     if nwaku_rest_url:
         s.waku_rest_url = nwaku_rest_url
     rng = (range_start, range_end) if policy == "range" else (None, None)

@@ -13,7 +13,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from core.archive.cli import add_build_arguments
 from core.archive.constants import community_id_arg
 from core.archive.errors import ArchiveError
-from core.pipeline.session import EXECUTOR_TIMEOUT_S as DEFAULT_EXECUTOR_TIMEOUT
+from core.pipeline.session import DEFAULT_MASTER, EXECUTOR_TIMEOUT_S as DEFAULT_EXECUTOR_TIMEOUT
 
 
 def _owner(a, command: str):
@@ -41,7 +41,8 @@ def add_security_arguments(p) -> None:
 
 def add_spark_arguments(p) -> None:
     """--master and the flags for a standalone cluster (ignored in local mode unless given)."""
-    p.add_argument("--master", default="local[*]", help="Spark master URL: local[*] (default) or spark://host:port")
+    p.add_argument("--master", default=DEFAULT_MASTER, help=f"Spark master URL: {DEFAULT_MASTER} (default) or "
+                   "spark://host:port")
     p.add_argument("--driver-host", help="address executors use to reach this driver "
                    "(default: the local address that routes to the master; 127.0.0.1 in local mode)")
     p.add_argument("--driver-bind", help="address the driver listens on (default: --driver-host; differs behind NAT)")

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 
 from core.archive.constants import DEFAULT_TRACKERS
 from core.codex import DEFAULT_API
+from core.pipeline.session import DEFAULT_MASTER
 from gui.views.path_field import path_field
 
 DEFAULTS = {
@@ -24,7 +25,7 @@ DEFAULTS = {
     "waku_port": 0,
     "waku_peers": "",
     "nwaku_rest_url": "",
-    "spark_master": "local[2]",
+    "spark_master": DEFAULT_MASTER,     # the node's default (core.pipeline.session), also before the first run
     "spark_warmup": True,       # start the JVM and a tiny job in the background at launch (~12 s, off the GUI)
     "codex_api_url": DEFAULT_API,
     "trackers": "\n".join(DEFAULT_TRACKERS),

@@ -105,7 +105,8 @@ class WelcomeWindow(QWidget):
                     loopback=page.place.loopback.isChecked(),
                     waku_peers=[p.strip() for p in str(v["waku_peers"]).splitlines() if p.strip()],
                     nwaku_rest_url=str(v["nwaku_rest_url"]).strip(),
-                    torrent_peers=str(v["torrent_peers"]).splitlines(), default_policy=str(v["default_policy"]))
+                    torrent_peers=str(v["torrent_peers"]).splitlines(), default_policy=str(v["default_policy"]),
+                    spark_master=str(v.get("spark_master") or ""))
 
     def _finish(self, page: FormPage, settings, path: Path, names: dict) -> None:
         from core.node.config import ConfigError, save

@@ -196,6 +196,7 @@ def test_member_joins_from_a_share_link(qtbot, start, tmp_path):
     qtbot.waitUntil(lambda: main.member.isVisible() and main.member.title.text() == "Doodles · member")
     (cc,) = load(data / "archivist.toml").communities
     assert (cc.community_id, cc.role, cc.policy, cc.key_file) == (ID_A, "member", "latest", None)
+    assert load(data / "archivist.toml").spark_master == "local[*]"     # Settings' default, written as the node's
 
 
 @pytest.mark.parametrize("text, says", [

@@ -1,0 +1,31 @@
+"""One default Spark master (core.pipeline.session.DEFAULT_MASTER) for the node's config, `archivist spark-*`
+and the window's Settings, and the first-run screen writes the master chosen in Settings into the new config.
+Before, Settings said local[2] until a community existed and local[*] after, and the first run dropped a typed
+master."""
+from __future__ import annotations
+
+import argparse
+
+from core.node.config import NodeSettings, first_run_settings, load, save
+from core.pipeline.session import DEFAULT_MASTER
+from gui.views.settings import DEFAULTS
+
+CID = "0x02" + "ab" * 32
+
+
+def test_every_default_is_the_one_constant(tmp_path):
+    from core.pipeline import cli
+    p = argparse.ArgumentParser()
+    cli.add_spark_arguments(p)
+    config = tmp_path / "c.toml"
+    config.write_text(f'data_dir = "{tmp_path}"\n')
+    assert DEFAULT_MASTER == "local[*]"
+    assert NodeSettings(tmp_path).spark_master == load(config).spark_master == DEFAULTS["spark_master"] == DEFAULT_MASTER
+    assert p.parse_args([]).master == DEFAULT_MASTER
+
+
+def test_the_first_run_keeps_the_master_chosen_in_settings(tmp_path):
+    s = first_run_settings(role="member", community_id=CID, data_dir=tmp_path, spark_master=" spark://h:7077 ")
+    save(s, tmp_path / "a.toml")
+    assert load(tmp_path / "a.toml").spark_master == "spark://h:7077"
+    assert first_run_settings(role="member", community_id=CID, data_dir=tmp_path).spark_master == DEFAULT_MASTER

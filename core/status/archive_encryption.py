@@ -416,10 +416,17 @@ class HashRatchetEncryptor:
 DEFAULT_CLI_KEY_TIMESTAMP = 1
 
 
+def is_key_timestamp(text: str) -> bool:
+    """The TIMESTAMP_MS of `HEX@TIMESTAMP_MS`: ASCII digits (int() would also take "1_000", "+1" and " 1 ")."""
+    return text.isascii() and text.isdigit()
+
+
 def parse_cli_key(key_hex: str, community_id: str) -> GroupKey:
     """`HEX` or `HEX@TIMESTAMP_MS` (the timestamp is part of the key ID; status-go keys carry their own)."""
     text, _, ts = key_hex.strip().partition("@")
     try:
+        if ts and not is_key_timestamp(ts):
+            raise ValueError(f"the timestamp after @ is milliseconds, digits only, not {ts[:20]!r}")
         key = from_hex(text)
         timestamp = int(ts) if ts else DEFAULT_CLI_KEY_TIMESTAMP
         group_id = community_id_bytes(community_id)

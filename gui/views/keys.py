@@ -46,7 +46,7 @@ def key_text_from_file(path: Path | str) -> str:
 
 def check_key(text: str, community_id: str):
     """The GroupKey of `text` for this community, or KeyTextError with a plain sentence."""
-    from core.status.archive_encryption import parse_cli_key
+    from core.status.archive_encryption import is_key_timestamp, parse_cli_key
     from core.status.errors import EncryptionError
     t = text.strip()
     if not t:
@@ -57,7 +57,7 @@ def check_key(text: str, community_id: str):
         raise KeyTextError("That is not a key: a key is 64 hex digits (0-9, a-f).")
     if len(digits) != 64:
         raise KeyTextError(f"That key has {len(digits)} hex digits; a community key has 64.")
-    if ts and not ts.strip().isdigit():
+    if ts and not is_key_timestamp(ts):
         raise KeyTextError("After @ comes the key's timestamp in milliseconds (digits only).")
     try:
         return parse_cli_key(t, community_id)

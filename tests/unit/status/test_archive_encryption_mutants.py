@@ -343,13 +343,25 @@ def test_parse_cli_key(text, ts):
     assert ae.parse_cli_key(text, CID) == ae.GroupKey(GID, KEY, ts)
 
 
-@pytest.mark.parametrize("text,cid,why", [("zz", CID, "not hex (only the digits 0-9 and a-f"), (KEY.hex() + "@x", CID, "invalid literal"),
+@pytest.mark.parametrize("text,cid,why", [("zz", CID, "not hex (only the digits 0-9 and a-f"),
+                                          (KEY.hex() + "@x", CID, "the timestamp after @ is milliseconds, digits "
+                                                                  "only, not 'x'"),
                                           (KEY.hex(), "0x1234", "community ID must be")])
 def test_parse_cli_key_errors(text, cid, why):
     with pytest.raises(EncryptionError) as e:
         ae.parse_cli_key(text, cid)
     assert str(e.value).startswith("not a group key (HEX or HEX@TIMESTAMP_MS): ") and why in str(e.value)
     assert e.value.code == "bad-key" and e.value.__suppress_context__
+
+
+@pytest.mark.parametrize("ts", ["1_700", "+1700", " 1700", "17 00", "\u00b2", "-1"])
+def test_a_key_timestamp_is_ascii_digits_in_every_reader(ts):
+    """One rule for `HEX@TIMESTAMP_MS` (is_key_timestamp): `archivist key group add` / `--key` and the member view's
+    key field (gui/views/keys.check_key) refuse the same texts; int() alone took "1_700", "+1700" and blanks."""
+    with pytest.raises(EncryptionError, match="digits only"):
+        ae.parse_cli_key(f"{KEY.hex()}@{ts}", CID)
+    assert not ae.is_key_timestamp(ts)
+    assert ae.parse_cli_key(f"{KEY.hex()}@1700", CID).timestamp == 1700
 
 
 def test_key_store_from_cli():

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from core.archive.constants import community_id_arg
+
 
 def _data_dir(a) -> Path:
     """--data-dir, else the data_dir of --config / $ARCHIVIST_CONFIG, else the default data folder's config."""
@@ -83,7 +85,7 @@ def register(sub) -> None:
     for name, what in (("add", "add a key: HEX[@TIMESTAMP_MS], or - for stdin"), ("list", "list the keys held"),
                        ("remove", "forget a key by its ID (as `list` shows it)")):
         q = g_actions.add_parser(name, help=what)
-        q.add_argument("community", help="the community ID (0x + 66 hex digits)")
+        q.add_argument("community", type=community_id_arg, help="the community ID (0x + 66 hex digits)")
         if name == "add":
             q.add_argument("key", nargs="?", help="HEX[@TIMESTAMP_MS], or - to read it from stdin")
         elif name == "remove":

@@ -14,6 +14,14 @@ from core.node.config import ConfigError, first_run_settings, load
 from core.pipeline.export import ExportError, folder_community_id
 from tests.unit.node.support import config_error
 
+def key_group_parser() -> argparse.ArgumentParser:
+    """`archivist key group ... COMMUNITY` (a positional, not --community-id: before, it had its own rule)."""
+    from core.node import key_cli
+    p = argparse.ArgumentParser()
+    key_cli.register(p.add_subparsers())
+    return p
+
+
 LOWER = "0x02" + "ab" * 32
 IDS = {LOWER: LOWER, "0x02" + "AB" * 32: LOWER, f"  {LOWER}\n": LOWER, "0X02" + "ab" * 32: LOWER,
        LOWER[2:]: None, LOWER[:-2]: None, LOWER + "00": None, "0x02" + "ag" * 32: None, "": None}
@@ -30,6 +38,8 @@ def test_every_place_reads_a_community_id_the_same(text, expected, tmp_path):
         assert str(e.value) == f"{text!r} is not a community ID (0x + 66 hex digits)"
         with pytest.raises(argparse.ArgumentTypeError):
             community_id_arg(text)
+        with pytest.raises(SystemExit):
+            key_group_parser().parse_args(["key", "group", "list", text])
         with pytest.raises(ConfigError) as c:
             load(config)
         assert str(c.value) == f"[[community]] id: {e.value}"
@@ -40,6 +50,7 @@ def test_every_place_reads_a_community_id_the_same(text, expected, tmp_path):
         assert x.value.code == "no-community-id"
         return
     assert community_id(text) == community_id_arg(text) == expected
+    assert key_group_parser().parse_args(["key", "group", "list", text]).community == expected
     assert [c.community_id for c in load(config).communities] == [expected]
     s = first_run_settings(role="member", community_id=text, data_dir=tmp_path)
     assert s.communities[0].community_id == expected

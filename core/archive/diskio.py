@@ -103,10 +103,16 @@ _CODES = {errno.ENOSPC: "disk-full", errno.EDQUOT: "disk-full", errno.EFBIG: "di
 _WHAT = {"disk-full": "disk full", "read-only": "not writable (read-only)", "io-error": "I/O error"}
 
 
+def disk_error_code(number: int | None) -> str | None:
+    """The code of an OS error number that a person can act on ("disk-full", "read-only"), else None: the one rule
+    for archive folders (disk_error) and downloads (core.torrent.service)."""
+    return _CODES.get(number)
+
+
 def disk_error(e: OSError, path: Path | str, doing: str, outcome: str) -> ArchiveError:
     """One line: what failed, where (the file the OS names, else `path`), and the state it left (`outcome`)."""
     path = e.filename or path
-    code = _CODES.get(e.errno, "io-error")
+    code = disk_error_code(e.errno) or "io-error"
     reason = (e.strerror or str(e) or type(e).__name__).replace("\n", " ")
     err = ArchiveError(f"{_WHAT[code]} while {doing} {path} ({reason}); {outcome}", code=code)
     err.errno = e.errno

@@ -10,7 +10,6 @@ libtorrent call on a torrent happens on that thread, so owners need no locks.
 """
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import queue
@@ -23,6 +22,7 @@ from typing import Callable, Protocol
 
 import libtorrent as lt
 
+from core.archive.diskio import disk_error_code
 from core.torrent import events as ev
 from core.torrent.nodelay import set_nodelay
 from core.torrent.resume import ResumeStore, ShutdownMarker
@@ -76,7 +76,8 @@ def _convert(a) -> list[ev.TorrentEvent]:
     if t == "save_resume_data_alert":
         return [ev.TorrentEvent(ev.RESUME_SAVED, ih, {"data": bytes(lt.write_resume_data_buf(a.params))})]
     if t in ("torrent_error_alert", "file_error_alert", "metadata_failed_alert"):
-        code = "disk-full" if a.error.value() == errno.ENOSPC else t.replace("_alert", "").replace("_", "-")
+        code = (a.error.category().name() in ("system", "generic") and disk_error_code(a.error.value())
+                or t.replace("_alert", "").replace("_", "-"))   # an OS error's number only: libtorrent's 28 is not ENOSPC
         return [ev.TorrentEvent(ev.ERROR, ih, {"code": code, "message": f"{a.error.message()} ({a.message()})"})]
     if t in ("peer_connect_alert", "peer_disconnected_alert"):
         ep = a.endpoint

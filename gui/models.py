@@ -10,7 +10,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
-from core.archive.inspect import utc_text
+from core.archive.inspect import size_text, utc_text
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1     # the row's key
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2    # raw value for sorting
@@ -20,15 +20,7 @@ def fmt_time(ts: int | float | None) -> str:
     return "" if ts is None else utc_text(ts)       # a hostile archive's time that no date can hold: the number
 
 
-def fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return ""
-    v = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if v < 1024 or unit == "GiB":
-            return f"{int(v)} B" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1024
-    return f"{n} B"
+fmt_bytes = size_text     # core.archive.inspect's rule for sizes shown to people
 
 
 def payload_preview(payload: bytes, n: int = 60) -> str:

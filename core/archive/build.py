@@ -22,7 +22,7 @@ from typing import Callable, Generator, Iterable, Iterator, Sequence, TypeVar
 from core.archive import codec
 from core.archive.constants import PARTITION_SECONDS, PIECE_LENGTH
 from core.archive.errors import ArchiveError
-from core.archive.diskio import atomic_write, discard, disk_error, tmp_path_of
+from core.archive.diskio import DISK_MARGIN, atomic_write, check_free_space, discard, disk_error, tmp_path_of
 from core.archive.folder import ArchiveFolder, IndexCodec, NewArchive
 from core.archive.partition import chunk_messages, missing_windows
 from core.archive.torrent import build_metainfo, parse_metainfo
@@ -180,15 +180,9 @@ def _drop_stale_torrent(path: Path, want: bytes) -> bool:
     return False
 
 
-DISK_MARGIN = 16 * 1024 * 1024
-
-
 def check_disk_space(folder: Path, need: int, free_space: Callable[[Path], int] | None = None) -> None:
-    """Refuse before writing anything when the archives (plus a margin) would not fit."""
-    free = (free_space or (lambda p: shutil.disk_usage(p).free))(folder)
-    if free < need + DISK_MARGIN:
-        raise ArchiveError(f"not enough disk space in {folder}: the new archives need about {need / 1e6:.1f} MB "
-                           f"(+{DISK_MARGIN / 1e6:.0f} MB margin), {free / 1e6:.1f} MB free", code="disk-full")
+    """Refuse before writing anything when the archives (plus a margin) would not fit (diskio.check_free_space)."""
+    check_free_space(folder, need, "the new archives need", free_space)
 
 
 def check_build_space(con: sqlite3.Connection, folder: Path, topics: Sequence[bytes],

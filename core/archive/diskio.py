@@ -10,8 +10,9 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import shutil
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 from core.archive.errors import ArchiveError
 
@@ -101,6 +102,24 @@ def discard(path: Path) -> None:
 _CODES = {errno.ENOSPC: "disk-full", errno.EDQUOT: "disk-full", errno.EFBIG: "disk-full",
           errno.EROFS: "read-only", errno.EACCES: "read-only", errno.EPERM: "read-only"}
 _WHAT = {"disk-full": "disk full", "read-only": "not writable (read-only)", "io-error": "I/O error"}
+
+
+DISK_MARGIN = 16 * 1024 * 1024      # free space kept on top of what a build or a download needs
+
+
+def check_free_space(folder: Path | str, need: int, what: str, free_space: Callable[[Path], int] | None = None,
+                     margin: int = DISK_MARGIN) -> None:
+    """Refuse (ArchiveError disk-full) before anything is written when `need` bytes plus `margin` do not fit in the
+    free space of `folder`, or of its nearest existing parent: the one check of builds and downloads. `what`
+    begins the sentence's middle ("the download needs")."""
+    probe = Path(folder)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = (free_space or (lambda p: shutil.disk_usage(p).free))(probe)
+    if free < need + margin:
+        from core.archive.inspect import size_text
+        raise ArchiveError(f"not enough disk space in {folder}: {what} about {size_text(need)} "
+                           f"(+{size_text(margin)} margin), {size_text(free)} free", code="disk-full")
 
 
 def disk_error_code(number: int | None) -> str | None:

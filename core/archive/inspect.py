@@ -17,6 +17,19 @@ from core.archive.index_check import Finding, check_entries, plan_reads
 from core.archive.torrent import Metainfo, is_magnet_link, read_metainfo
 
 
+def size_text(n: int | None) -> str:
+    """A byte count for people, in binary units (KiB, MiB, GiB): the one rule of the GUI, the command lines and the
+    core's messages ("" for None)."""
+    if n is None:
+        return ""
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if v < 1024 or unit == "GiB":
+            return f"{int(v)} B" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{n} B"
+
+
 def utc_text(t, fmt: str = "%Y-%m-%d %H:%M") -> str:
     """A timestamp (seconds) as UTC text for people: the one rule of every listing (the CLIs, the GUI's tables,
     report and timeline). A timestamp from outside that no date can hold is shown as the number."""

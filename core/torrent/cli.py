@@ -10,6 +10,7 @@ from pathlib import Path
 
 from core.archive.constants import community_id_arg
 from core.archive.errors import ArchiveError
+from core.archive.inspect import size_text
 from core.torrent.magnet import parse_peer
 from core.torrent.selection import add_selection_arguments, selection_from_args
 
@@ -108,7 +109,7 @@ def cmd_seed(a) -> int:
             for st in list(svc.seeds.values()):
                 snap = st.snapshot()
                 print_json({"event": "status", **snap}) if a.json else print(
-                    f"{snap['state']:<20} peers {snap['peers']:<3} uploaded {snap['uploaded'] / 1e6:.1f} MB")
+                    f"{snap['state']:<20} peers {snap['peers']:<3} uploaded {size_text(snap['uploaded'])}")
             stop.wait(1.0)
     finally:
         svc.close()
@@ -141,7 +142,7 @@ def cmd_fetch(a) -> int:
             print_json({"event": "job", **d})
         elif d["state"] != "downloading" or time.monotonic() - last["t"] > 1:
             last["t"] = time.monotonic()
-            print(f"{d['state']:<12} {d['progress'] * 100:5.1f}% of {d['wanted_bytes'] / 1e6:.1f} MB "
+            print(f"{d['state']:<12} {d['progress'] * 100:5.1f}% of {size_text(d['wanted_bytes'])} "
                   f"({d['archives']}/{d['archives_total']} archives) {d['message']}", flush=True)
 
     svc.subscribe(show)

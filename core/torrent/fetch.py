@@ -8,7 +8,6 @@ has finished (counted from piece_finished alerts, not torrent_finished, which fi
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from pathlib import Path
 
@@ -16,7 +15,8 @@ import fastbencode
 import libtorrent as lt
 
 from core.archive.constants import DATA_FILE, INDEX_FILE
-from core.archive.errors import InvalidTorrent
+from core.archive.diskio import check_free_space
+from core.archive.errors import ArchiveError, InvalidTorrent
 from core.archive.torrent import Metainfo, metainfo_from_info
 from core.archive.verify import Report, verify_index_bytes
 from core.torrent import events as ev
@@ -241,15 +241,11 @@ class FetchJob:
         self._evaluate()   # everything wanted may already be on disk (a restart after the download finished)
 
     def _space_for(self, need: int) -> bool:
-        free_fn = self.service.free_space or (lambda p: shutil.disk_usage(p).free)
-        probe = self.data_dir
-        while not probe.exists() and probe != probe.parent:
-            probe = probe.parent
-        free = free_fn(probe)
-        margin = self.service.settings.disk_margin
-        if free < need + margin:
-            self._fail("disk-full", f"not enough disk space in {self.data_dir}: the download needs "
-                       f"{need / 1e6:.1f} MB (+{margin / 1e6:.0f} MB margin), {free / 1e6:.1f} MB free")
+        try:
+            check_free_space(self.data_dir, need, "the download needs", self.service.free_space,
+                             self.service.settings.disk_margin)
+        except ArchiveError as e:
+            self._fail(e.code, str(e))
             return False
         return True
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.archive.constants import DEFAULT_TRACKERS
+from core.archive.diskio import DISK_MARGIN
 from core.torrent.magnet import format_peer
 
 
@@ -31,7 +32,7 @@ class TorrentSettings:
     upload_rate_limit: int = 0           # bytes/s per torrent, 0 = unlimited
     download_rate_limit: int = 0
     max_torrent_bytes: int = 1 << 40     # a torrent claiming more is refused (sane sizes)
-    disk_margin: int = 16 * 1024 * 1024  # free space kept on top of what a download needs
+    disk_margin: int = DISK_MARGIN       # free space kept on top of what a download needs (the builds' margin)
     extra: dict = field(default_factory=dict)  # raw libtorrent settings_pack overrides
 
     @classmethod

@@ -116,7 +116,7 @@ def test_disk_full_refused_before_writing(tmp_path, community):
     with pytest.raises(ArchiveError) as e:
         build_archives(s.path, s.community_id, topics, tmp_path / "d", tmp_path / "t", end=s.end,
                        free_space=lambda p: 16 * 1024 * 1024 + 100_000)
-    assert e.value.code == "disk-full" and "MB free" in str(e.value)
+    assert e.value.code == "disk-full" and "iB free" in str(e.value)
     folder = tmp_path / "d" / s.community_id
     assert not (folder / "data").exists() and not (folder / "index").exists()
     assert not (tmp_path / "t").exists()

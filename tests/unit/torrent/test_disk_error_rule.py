@@ -36,3 +36,30 @@ def test_a_download_and_a_build_name_a_disk_error_alike(number, code, tmp_path):
 def test_libtorrents_own_error_numbers_are_not_os_errors():
     (e,) = service._convert(file_error_alert(lt.error_code(errno.ENOSPC, lt.libtorrent_category())))
     assert e.data["code"] == "file-error" and "invalid file format tag" in e.data["message"]
+
+
+def test_a_build_and_a_download_check_free_space_alike(tmp_path):
+    """One free-space check (diskio.check_free_space) with one margin and one way of writing sizes
+    (inspect.size_text, the GUI's): before, each had its own copy, and the 16 MiB margin read "17 MB"."""
+    from core.archive.build import check_disk_space
+    from core.archive.diskio import DISK_MARGIN, check_free_space
+    from core.archive.errors import ArchiveError
+    from core.archive.inspect import size_text
+    from core.torrent.settings import TorrentSettings
+    asked = []
+
+    def free(p):
+        asked.append(p)
+        return 5 * 1024 * 1024
+    assert TorrentSettings().disk_margin == DISK_MARGIN == 16 * 1024 * 1024
+    for check, what in ((lambda: check_disk_space(tmp_path, 3 * 1024 * 1024, free), "the new archives need"),
+                        (lambda: check_free_space(tmp_path / "not" / "yet", 3 * 1024 * 1024, "the download needs",
+                                                  free), "the download needs")):
+        with pytest.raises(ArchiveError) as e:
+            check()
+        assert e.value.code == "disk-full"
+        assert str(e.value).endswith(f": {what} about 3.0 MiB (+16.0 MiB margin), 5.0 MiB free")
+    assert asked == [tmp_path, tmp_path]                # a folder not made yet: its nearest existing parent
+    check_free_space(tmp_path, 3 * 1024 * 1024, "x", lambda p: 19 * 1024 * 1024)     # exactly fits
+    assert [size_text(n) for n in (None, 0, 1023, 1024, 16 * 1024 * 1024, 3 * 1024 ** 3)] == [
+        "", "0 B", "1023 B", "1.0 KiB", "16.0 MiB", "3.0 GiB"]

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QCheckBox, QFormLayout, QGroupBox, QHBoxLayout, Q
 
 from core.node.state import ArchiveSupport, CommunityState, SeedingState
 from gui.models import fmt_bytes, fmt_time
+from gui.views.progress import fmt_duration
 from gui.views.timeline import TimelineChart
 
 EXPLAINER = ("When on, this computer bundles every 7 days of the community's messages into an archive and shares "
@@ -47,9 +48,7 @@ def due_text(next_at: int | None, now: float, c: CommunityState | None = None) -
     left = next_at - now
     if left <= 0:
         return f"Next archive is due now (was due {fmt_time(next_at)} UTC)."
-    d, rem = divmod(int(left), 86400)
-    h = rem // 3600
-    return f"Next archive due {fmt_time(next_at)} UTC (in {d} d {h} h)."
+    return f"Next archive due {fmt_time(next_at)} UTC (in {fmt_duration(left)})."
 
 
 def effective_text(c: CommunityState) -> str:

@@ -107,12 +107,15 @@ class SmoothBar(QProgressBar):
 
 
 def fmt_duration(seconds: float) -> str:
+    """A duration for people, the one rule of the window (a download's time left, the next archive's)."""
     s = int(round(seconds))
     if s < 60:
         return f"{s} s"
     if s < 3600:
         return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 86400} d {s % 86400 // 3600:02d} h"
 
 
 def download_text(d: DownloadProgress) -> str:

@@ -61,3 +61,14 @@ def test_words_of_a_running_download():
         "1.0 KiB of 4.0 KiB · time left unknown"
     assert download_text(DownloadProgress(0, 0, None, None, "metadata")) == "fetching the archive index from peers…"
     assert (fmt_duration(59.6), fmt_duration(125), fmt_duration(7260)) == ("1 min 00 s", "2 min 05 s", "2 h 01 min")
+    assert (fmt_duration(86399), fmt_duration(86400), fmt_duration(7 * 86400 - 60)) == (
+        "23 h 59 min", "1 d 00 h", "6 d 23 h")
+
+
+def test_the_owner_view_says_when_the_next_archive_is_due_in_the_same_words():
+    """One rule for durations: the owner view's "next archive due" used its own (45 minutes read "in 0 d 0 h")."""
+    from gui.views.control import due_text
+    now = 1_760_000_000
+    for left in (2700, 5 * 3600, 6 * 86400 + 7200):
+        assert due_text(now + left, now).endswith(f"(in {fmt_duration(left)}).")
+    assert due_text(now + 2700, now).endswith("(in 45 min 00 s).")

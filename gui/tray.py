@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from core.node import events as E
 from core.node.state import Role, SeedingState
+from gui.models import short_id
 from gui.resources import icon
 
 SEEDING = (SeedingState.STARTING, SeedingState.SEEDING_WITH_PEERS, SeedingState.SEEDING_IDLE)
@@ -76,7 +77,7 @@ class Tray(QObject):
         c = window.adapter.community(cid) if cid and window.adapter is not None else None
         if c is not None and c.name:
             return c.name
-        return f"{cid[:10]}…" if cid else "Archivist"
+        return short_id(cid) if cid else "Archivist"      # as the lists write it, so that one can be matched
 
     # -- what it shows -----------------------------------------------------------------------------------------
     def seeding_count(self) -> int:

@@ -32,6 +32,7 @@ class LinkDecision:
     reason: str
     message: ArchiveLinkMessage | None = None
     detail: str = ""             # the reason in words, with the numbers ("clock 41 < stored 52")
+    stored_clock: int | None = None   # older-clock: the clock of the link the member holds (the event carries it)
 
 
 class LinkGate:
@@ -42,10 +43,11 @@ class LinkGate:
         self.community_id = community_id
         self.now_ms, self.max_future_ms = now_ms, max_future_ms  # link clocks are Unix milliseconds
 
-    def _reject(self, reason: str, detail: str, msg: ArchiveLinkMessage | None = None) -> LinkDecision:
+    def _reject(self, reason: str, detail: str, msg: ArchiveLinkMessage | None = None,
+                stored_clock: int | None = None) -> LinkDecision:
         log.info("ignored archive link for %s: %s (%s)", self.community_id, reason, detail)
         self.db.count_rejection(self.community_id, reason)
-        return LinkDecision(False, reason, msg, detail)
+        return LinkDecision(False, reason, msg, detail, stored_clock)
 
     def consider_envelope(self, envelope: bytes, chat_id: str) -> LinkDecision:
         """A payload-v1 envelope received on `chat_id` (the -magnetlinks or -memberUpdate channel)."""
@@ -60,7 +62,8 @@ class LinkGate:
     def consider(self, msg: ArchiveLinkMessage) -> LinkDecision:
         info = self.db.archive_info(self.community_id)
         if msg.clock < info.magnetlink_clock:
-            return self._reject(OLDER_CLOCK, f"clock {msg.clock} < stored {info.magnetlink_clock}", msg)
+            return self._reject(OLDER_CLOCK, f"clock {msg.clock} < stored {info.magnetlink_clock}", msg,
+                                info.magnetlink_clock)
         ahead = msg.clock - self.now_ms()
         if ahead > self.max_future_ms:
             return self._reject(FUTURE_CLOCK, f"clock {msg.clock} is {ahead / 1000:.0f} s in the future "

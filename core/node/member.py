@@ -67,7 +67,10 @@ class MemberNode:
     def on_envelope(self, envelope: bytes, chat_id: str) -> LinkDecision:
         d = self.gate.consider_envelope(envelope, chat_id)
         if not d.accepted:
-            self.bus.publish(E.MAGNETLINK_REJECTED, self.cid, reason=d.reason, detail=d.detail)
+            facts = {} if d.message is None else {"clock": d.message.clock}
+            if d.stored_clock is not None:
+                facts["stored"] = d.stored_clock
+            self.bus.publish(E.MAGNETLINK_REJECTED, self.cid, reason=d.reason, detail=d.detail, **facts)
             return d
         now = self.clock.now()
         self.state.set_pending_link(self.cid, d.message.link, d.message.clock, now)

@@ -51,21 +51,20 @@ def _n(n: int, word: str) -> str:
 
 
 def _rejected(d: dict) -> tuple[str, str]:
+    """An ignored archive link in words, from the event's facts (core.node.links' reasons; clock and stored)."""
+    from core.node.links import FORGED, FUTURE_CLOCK, MALFORMED, OLDER_CLOCK, REPLAYED
     reason, detail = d.get("reason", ""), str(d.get("detail") or "")
-    if reason == "older-clock":
+    if reason == OLDER_CLOCK:
         clock, stored = d.get("clock"), d.get("stored")
-        m = re.search(r"clock (\d+) < (?:stored )?(\d+)", detail)
-        if (clock is None or stored is None) and m:
-            clock, stored = m.group(1), m.group(2)
         return ("Ignored an older archive link" + (f" (clock {clock} < {stored})" if clock is not None
                                                     and stored is not None else ""), IGNORED)
-    if reason == "replayed":
+    if reason == REPLAYED:
         return "Ignored an archive link already processed (a repeat of one we have)", IGNORED
-    if reason == "future-clock":
+    if reason == FUTURE_CLOCK:
         return "Ignored an archive link dated in the future" + (f" ({detail})" if detail else ""), WARNING
-    if reason == "not-community-key":
+    if reason == FORGED:
         return "Ignored an archive link not signed by the community key", WARNING
-    if reason == "malformed":
+    if reason == MALFORMED:
         return "Ignored an archive link message that could not be read" + (f" ({detail})" if detail else ""), WARNING
     return f"Ignored an archive link ({reason or 'no reason given'})", WARNING
 

@@ -185,9 +185,12 @@ def test_log_speaks_sentences_and_replays_are_not_failures(qtbot, log):
     assert all("{" not in t and "archivist." not in t for t in texts)   # no JSON, no event names
 
 
-def test_older_clock_sentence_from_the_gate_detail(log):
+def test_older_clock_sentence_from_the_events_facts(log):
+    """The clocks come from the event's fields (core.node.member publishes them), not from its sentence."""
     log.add(E.MAGNETLINK_REJECTED, CID, {"reason": "older-clock", "detail": "clock 41 < stored 52"})
-    assert _log_row(log, 0)[0] == "Ignored an older archive link (clock 41 < 52)"
+    assert _log_row(log, 0)[0] == "Ignored an older archive link"
+    log.add(E.MAGNETLINK_REJECTED, CID, {"reason": "older-clock", "detail": "", "clock": 41, "stored": 52})
+    assert _log_row(log, 1)[0] == "Ignored an older archive link (clock 41 < 52)"
 
 
 def test_raw_json_is_one_click_away(qtbot, log):

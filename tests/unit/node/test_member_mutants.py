@@ -165,6 +165,16 @@ def test_rejected_link_is_an_event_and_changes_nothing(make):
     assert n.state.pending_link(CID) is None and n.node.deadline is None and n.of(E.WAITING) == []
 
 
+def test_an_older_link_event_carries_both_clocks(make):
+    """The event says which clocks were compared, so the log need not read them back out of the sentence."""
+    n = make()
+    assert n.node.on_envelope(envelope(NOW * 1000, LINK_A), CHAT).accepted
+    d = n.node.on_envelope(envelope(NOW * 1000 - 5, LINK_B), CHAT)
+    assert (d.accepted, d.reason, d.stored_clock) == (False, "older-clock", NOW * 1000)
+    assert n.of(E.MAGNETLINK_REJECTED) == [{"reason": "older-clock", "detail": d.detail, "clock": NOW * 1000 - 5,
+                                            "stored": NOW * 1000}]
+
+
 def test_accepted_link_waits_the_settle_time_and_cancels_the_download(make):
     n = make(fetcher=Fetcher(), settle=7.4)
     running = n.node.job = Job()

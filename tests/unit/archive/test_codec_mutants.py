@@ -254,6 +254,8 @@ def test_topics_are_counted_before_the_parse_as_protobuf_counts_them(monkeypatch
     with pytest.raises(DecodeError, match=r"^archive lists more than 2 topics \(not a real archive\)$"):
         codec.parse_archive_pb(ld(2, meta_bytes(1, 2, [b"a", b"b"])) + ld(2, meta_bytes(1, 2, [b"c"])))
     assert topics(ld(2, meta_bytes(1, 2, [b"\x22\x22\x22", b"\x22"]))) == 2
+    with pytest.raises(DecodeError, match="^archive does not decode as WakuMessageArchive"):   # not "topics"
+        codec.parse_archive_pb(ld(2, meta_bytes(1, 2, [b"a"])) + b"\x12\x09short")
     assert topics(ld(2, meta_bytes(1, 2, [b"a", b"b"]) + vi(4, 34) * 3)) == 2
 
 

@@ -222,3 +222,15 @@ def test_decoding_without_recovering_the_signer(community):
     assert am.open_protocol_payload(pm, False).signer is None and am.open_protocol_payload(pm, False).type == 7
     assert am.open_protocol_payload(pm).signer == community.public_key
     assert am.open_protocol_payload(pm, recover=True).payload == b"pay"
+
+
+def test_a_payload_over_the_status_size_is_refused_unparsed():
+    from core.status.application_metadata import MAX_STATUS_PAYLOAD, parse_protocol_message, payload_too_large
+    from core.status.errors import MessageDecodeError
+    assert MAX_STATUS_PAYLOAD == 1024 * 1024
+    assert not payload_too_large(bytes(MAX_STATUS_PAYLOAD)) and payload_too_large(bytes(MAX_STATUS_PAYLOAD + 1))
+    assert parse_protocol_message(b"\x12\x01i" + b"\x18\x00" * ((MAX_STATUS_PAYLOAD - 3) // 2)).installation_id == "i"
+    with pytest.raises(MessageDecodeError) as e:
+        parse_protocol_message(bytes(MAX_STATUS_PAYLOAD + 1))
+    assert e.value.code == "payload-too-large"
+    assert str(e.value) == "a payload of 1048577 bytes is larger than any Status message (1048576 bytes at most)"

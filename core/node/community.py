@@ -10,6 +10,7 @@ from core.status.identity import CommunityIdentity
 RETENTION_SECONDS = 30 * 24 * 3600   # control: archived messages older than this leave the store
 STORE_LOOKBACK_S = 30 * 24 * 3600    # how far back a Waku store node keeps messages: the most any catch-up asks for
 GRACE_SECONDS = 3600          # a window is built only once it closed this long ago: late messages still make it in
+SETTLE_SECONDS = 20.0         # member: a new archive link waits this long for a newer one before it is fetched
 
 
 @dataclass

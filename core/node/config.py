@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.archive.constants import community_id as canonical_community_id
-from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, CommunityConfig
+from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, SETTLE_SECONDS, CommunityConfig
 from core.pipeline.session import DEFAULT_MASTER, EXECUTOR_TIMEOUT_S
 from core.torrent.magnet import format_peer, parse_listen, parse_peer
+from core.waku.message import DEFAULT_MAX_FUTURE_S, DEFAULT_MAX_MESSAGE_SIZE
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S
 
 DEFAULT_POLICIES = ("all", "latest")  # a default needs no dates; a range is chosen per community
@@ -22,7 +23,7 @@ class ConfigError(ValueError):
 @dataclass
 class NodeSettings:
     data_dir: Path
-    settle_seconds: float = 20.0
+    settle_seconds: float = SETTLE_SECONDS
     grace_period: int = GRACE_SECONDS            # control: a 7-day window is built this long after it closed
     retention_period: int = RETENTION_SECONDS    # control: archived messages older than this leave the database
     default_policy: str = "all"                  # member communities without their own `policy`: all | latest
@@ -35,8 +36,8 @@ class NodeSettings:
     waku_port: int = 0
     waku_peers: list[str] = field(default_factory=list)
     waku_rest_url: str = "http://127.0.0.1:8645"
-    waku_max_message_size: int = 1024 * 1024     # bytes; the Status fleet carries up to 1024 KiB
-    waku_max_future_s: float = 20.0              # refuse message timestamps further ahead than this (nwaku: 20 s)
+    waku_max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE   # bytes; the Status fleet carries up to 1024 KiB
+    waku_max_future_s: float = DEFAULT_MAX_FUTURE_S  # refuse message timestamps further ahead than this (nwaku: 20 s)
     waku_read_timeout_s: float = 10.0            # deadline of every store/lightpush/metadata request
     waku_requests_per_s: float = PEER_RATE_S     # store/lightpush requests per peer id (token bucket) ...
     waku_request_burst: int = PEER_BURST         # ... beyond which a peer gets 429
@@ -125,39 +126,42 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
         default_policy = str(doc.get("default_policy", "all"))
         if default_policy not in DEFAULT_POLICIES:
             raise ConfigError(f"default_policy must be all or latest, not {default_policy!r}")
+        D = NodeSettings(Path("."))       # the defaults: the dataclass's, written once
         s = NodeSettings(
             data_dir=Path(rel(doc["data_dir"])) if "data_dir" in doc else default_data_dir(),
-            settle_seconds=float(doc.get("settle_seconds", 20.0)),
-            grace_period=int(doc.get("grace_period", GRACE_SECONDS)),
-            retention_period=int(doc.get("retention_period", RETENTION_SECONDS)),
+            settle_seconds=float(doc.get("settle_seconds", D.settle_seconds)),
+            grace_period=int(doc.get("grace_period", D.grace_period)),
+            retention_period=int(doc.get("retention_period", D.retention_period)),
             default_policy=default_policy,
-            tick_seconds=float(doc.get("tick_seconds", 1.0)),
-            torrent_listen=str(t.get("listen", "0.0.0.0:0")),
+            tick_seconds=float(doc.get("tick_seconds", D.tick_seconds)),
+            torrent_listen=str(t.get("listen", D.torrent_listen)),
             torrent_peers=[peer(x) for x in t.get("peers", [])],
-            torrent_local=bool(t.get("local", False)),
-            waku_backend=str(w.get("backend", "embedded")),
-            waku_host=str(w.get("host", "127.0.0.1")),
-            waku_port=int(w.get("port", 0)),
+            torrent_local=bool(t.get("local", D.torrent_local)),
+            waku_backend=str(w.get("backend", D.waku_backend)),
+            waku_host=str(w.get("host", D.waku_host)),
+            waku_port=int(w.get("port", D.waku_port)),
             waku_peers=[str(x) for x in w.get("peers", [])],
-            waku_rest_url=str(w.get("rest_url", "http://127.0.0.1:8645")),
-            waku_max_message_size=int(w.get("max_message_size", 1024 * 1024)),
-            waku_max_future_s=float(w.get("max_future_s", 20.0)),
-            waku_read_timeout_s=float(w.get("read_timeout_s", 10.0)),
-            waku_requests_per_s=float(w.get("requests_per_s", PEER_RATE_S)),
-            waku_request_burst=int(w.get("request_burst", PEER_BURST)),
-            waku_requests_per_ip_s=float(w.get("requests_per_ip_s", IP_RATE_S)),
-            waku_request_burst_per_ip=int(w.get("request_burst_per_ip", IP_BURST)),
+            waku_rest_url=str(w.get("rest_url", D.waku_rest_url)),
+            waku_max_message_size=int(w.get("max_message_size", D.waku_max_message_size)),
+            waku_max_future_s=float(w.get("max_future_s", D.waku_max_future_s)),
+            waku_read_timeout_s=float(w.get("read_timeout_s", D.waku_read_timeout_s)),
+            waku_requests_per_s=float(w.get("requests_per_s", D.waku_requests_per_s)),
+            waku_request_burst=int(w.get("request_burst", D.waku_request_burst)),
+            waku_requests_per_ip_s=float(w.get("requests_per_ip_s", D.waku_requests_per_ip_s)),
+            waku_request_burst_per_ip=int(w.get("request_burst_per_ip", D.waku_request_burst_per_ip)),
             waku_rate_exempt_ips=[str(x) for x in w.get("rate_exempt_ips", [])],
-            waku_network=str(w.get("network", "local")).strip().lower(),
-            spark_master=str(doc.get("spark", {}).get("master", DEFAULT_MASTER)),
-            spark_build=bool(doc.get("spark", {}).get("build", True)),
-            spark_secret_file=rel(doc.get("spark", {}).get("secret_file")),
-            spark_encrypt=_bool(doc.get("spark", {}).get("encrypt", False), "spark.encrypt"),
+            waku_network=str(w.get("network", D.waku_network)).strip().lower(),
+            spark_master=str(sp.get("master", D.spark_master)),
+            spark_build=bool(sp.get("build", D.spark_build)),
+            spark_secret_file=rel(sp.get("secret_file")),
+            spark_encrypt=_bool(sp.get("encrypt", D.spark_encrypt), "spark.encrypt"),
             spark_driver_host=_host(sp.get("driver_host", ""), "spark.driver_host"),
             spark_driver_bind=_host(sp.get("driver_bind", ""), "spark.driver_bind"),
-            spark_driver_port=_port(sp.get("driver_port", 0), "spark.driver_port"),
-            spark_block_manager_port=_port(sp.get("block_manager_port", 0), "spark.block_manager_port"),
-            spark_executor_timeout=_positive(sp.get("executor_timeout", EXECUTOR_TIMEOUT_S), "spark.executor_timeout"),
+            spark_driver_port=_port(sp.get("driver_port", D.spark_driver_port), "spark.driver_port"),
+            spark_block_manager_port=_port(sp.get("block_manager_port", D.spark_block_manager_port),
+                                           "spark.block_manager_port"),
+            spark_executor_timeout=_positive(sp.get("executor_timeout", D.spark_executor_timeout),
+                                             "spark.executor_timeout"),
             spark_stage_dir=rel(sp.get("stage_dir")),
         )
         for c in doc.get("community", []):

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from core.archive.constants import INDEX_FILE
 from core.node import events as E
 from core.node.clock import SystemClock
-from core.node.community import CommunityConfig, NodePaths
+from core.node.community import SETTLE_SECONDS, CommunityConfig, NodePaths
 from core.node.control import ControlNode
 from core.node.link_catchup import LinkCatchUp
 from core.node.member import NO_LINK_YET, MemberNode
@@ -28,7 +28,7 @@ NO_LINK_QUERY_FAILED = "no archive link yet: the store query failed"
 
 class Engine:
     def __init__(self, root: Path | str, *, clock=None, transport=None, torrents=None, hydrator=None,
-                 settle: float = 20.0, tick_seconds: float = 1.0, peers: tuple = (), history=None,
+                 settle: float = SETTLE_SECONDS, tick_seconds: float = 1.0, peers: tuple = (), history=None,
                  builder=None, grace: int | None = None, retention: int | None = None,
                  monotonic: Callable[[], float] = time.monotonic, offload=False):
         """offload: True (or a core.node.offload.Offloader) runs the reference build and the reference import in

@@ -14,7 +14,7 @@ from core.archive.constants import INDEX_FILE
 from core.archive.errors import ArchiveError
 from core.archive.inspect import read_index
 from core.node import events as E
-from core.node.community import CommunityConfig, NodePaths
+from core.node.community import SETTLE_SECONDS, CommunityConfig, NodePaths
 from core.node.links import LinkDecision, LinkGate
 from core.node.offload import JobCancelled
 from core.status.errors import KeyMissing
@@ -22,7 +22,6 @@ from core.storage.archive_state import ArchiveStateDB
 from core.storage.history import HistoryWriteError
 
 log = logging.getLogger(__name__)
-SETTLE_SECONDS = 20.0
 NO_LINK_YET = "no archive link received yet"
 RETRY_SECONDS = (30, 120, 600, 1800)      # back-off after a failed download: never a tight loop
 

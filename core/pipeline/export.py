@@ -18,12 +18,11 @@ from core.archive import codec
 from core.archive.constants import DATA_FILE, INDEX_FILE, community_id
 from core.archive.inspect import read_index
 from core.pipeline import export_rows as X
-from core.pipeline.session import SparkJob, SparkOwner
+from core.pipeline.session import SparkJob, SparkOwner, archive_slices
 
 FORMATS = ("parquet", "jsonl")
 COLUMNS = ("time", "channel", "chat_id", "author", "author_name", "type", "text", "hash", "archive_id",
            "community_id")
-PARTITION_BYTES = 64 << 20
 # What Spark's file writer leaves in an output folder: a leftover OUT.tmp made only of these is ours to remove.
 _SPARK_NAMES = re.compile(r"^(_SUCCESS|_temporary|week=.*|\..*\.crc)\Z")
 
@@ -142,8 +141,7 @@ def _folder_rdd(sc, folder: Path, community_id: str, store):
     data_path = str((folder / DATA_FILE).resolve())
     opener = functools.partial(open_archive_bytes, store=store)    # encrypted without a key: KeyMissing
     payload = [(a, e.offset, e.size, e.padding, e.start, e.end) for a, e in entries]
-    total = sum(e.size for _, e in entries)
-    slices = max(1, min(len(payload), max(2, sc.defaultParallelism * 2, -(-total // PARTITION_BYTES))))
+    slices = archive_slices([e.size for _, e in entries], sc.defaultParallelism)
     return sc.parallelize(payload, slices).mapPartitions(
         lambda it: X.folder_rows(it, data_path, community_id, opener)), len(payload)
 

@@ -19,14 +19,13 @@ from core.archive.constants import DATA_FILE, INDEX_FILE
 from core.archive.errors import ArchiveError
 from core.archive.inspect import read_index
 from core.history_import import ImportResult, WindowImport, plan_import, read_archive_rows
-from core.pipeline.session import SparkJob, SparkOwner
+from core.pipeline.session import SparkJob, SparkOwner, archive_slices
 from core.pipeline.source import DATA_UNSEEN, STAGE_UNSEEN, unseen_error
 from core.pipeline.stage import Stage, StageUnseen, stage_archives, unseen_message
 from core.status.unwrap import Unwrapper, default_unwrap
 from core.storage import history
 
 
-HYDRATE_PARTITION_BYTES = 64 << 20
 
 
 class HydrateError(ArchiveError):
@@ -120,10 +119,7 @@ def hydrate_job(spark, job: SparkJob | None, folder: Path | str, community_id: s
                 raise
         else:
             os.stat(data_path)   # FileNotFoundError (exit 2) before any task, as for a missing index
-        # toLocalIterator brings one partition's decoded rows at a time into the 2 GB driver heap (two with
-        # prefetch): keep a partition near 64 MB of archives (one partition of 1.25M rows killed the JVM at 10M).
-        total = sum(e.size for _, e in entries)
-        slices = min(len(entries), max(2, sc.defaultParallelism * 2, -(-total // HYDRATE_PARTITION_BYTES)))
+        slices = archive_slices([e.size for _, e in entries], sc.defaultParallelism)
         if job is not None:
             job.expected_tasks = slices
         payload = [(a, e.offset, e.size, e.padding, e.start, e.end) for a, e in entries]

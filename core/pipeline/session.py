@@ -36,6 +36,15 @@ EXECUTOR_TIMEOUT_S = 120.0    # default of --executor-timeout and [spark] execut
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
+ARCHIVE_SLICE_BYTES = 64 << 20
+
+
+def archive_slices(sizes: list[int], parallelism: int) -> int:
+    """How many Spark partitions a job over these archives (their sizes in `data`) gets: at least two per core,
+    and none above ~64 MB of archives: the driver's toLocalIterator holds one partition's decoded rows at a time
+    in its 2 GB heap (one partition of 1.25M rows killed the JVM at 10M). Never more than one per archive; at
+    least one. The rule of hydrate and export."""
+    return max(1, min(len(sizes), max(2, parallelism * 2, -(-sum(sizes) // ARCHIVE_SLICE_BYTES))))
 DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 WORKER_DAEMON = "core.pipeline.worker_daemon"   # local mode's spark.python.daemon.module
 _USER_LOCAL_IP = os.environ.get("SPARK_LOCAL_IP")   # as the process started, before prepare_environment set it

@@ -13,13 +13,15 @@ from typing import Callable
 
 import httpx
 
+from core.archive.constants import MAX_INDEX_BYTES
+from core.archive.index_check import MAX_ARCHIVE_BYTES
 from core.codex import DEFAULT_API  # noqa: F401 - re-exported: the client's default
 from core.codex.cid import CidError, parse_cid
 from core.codex.errors import (CodexBadResponse, CodexError, CodexNotFound, CodexQuotaExceeded, CodexTimeout,
                                CodexTruncated, CodexUnreachable)
 from core.codex.manifest import Manifest, ManifestError, manifest_from_json
 
-MAX_DOWNLOAD = 64 * 1024 * 1024  # an archive is at most 30 MB; refuse absurd bodies
+MAX_DOWNLOAD = max(MAX_ARCHIVE_BYTES, MAX_INDEX_BYTES)   # an archive or an index, never more: refuse absurd bodies
 
 
 @dataclass(frozen=True, slots=True)

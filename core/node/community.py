@@ -6,9 +6,10 @@ from pathlib import Path
 
 from core.status import topics as status_topics
 from core.status.identity import CommunityIdentity
+from core.waku.store_db import DEFAULT_RETENTION_S
 
 RETENTION_SECONDS = 30 * 24 * 3600   # control: archived messages older than this leave the store
-STORE_LOOKBACK_S = 30 * 24 * 3600    # how far back a Waku store node keeps messages: the most any catch-up asks for
+STORE_LOOKBACK_S = DEFAULT_RETENTION_S   # how far back a Waku store node keeps messages: the most any catch-up asks
 GRACE_SECONDS = 3600          # a window is built only once it closed this long ago: late messages still make it in
 SETTLE_SECONDS = 20.0         # member: a new archive link waits this long for a newer one before it is fetched
 

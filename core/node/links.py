@@ -15,13 +15,14 @@ from typing import Callable
 from core.status.application_metadata import ArchiveLinkMessage, open_archive_link_envelope
 from core.status.errors import SignatureError, StatusError
 from core.storage.archive_state import ArchiveStateDB
+from core.waku.message import DEFAULT_MAX_FUTURE_S
 
 log = logging.getLogger(__name__)
 
 FORGED = "not-community-key"
 OLDER_CLOCK = "older-clock"
 FUTURE_CLOCK = "future-clock"
-DEFAULT_MAX_FUTURE_MS = 20_000  # the Waku edge's timestamp skew (nwaku: 20 s)
+DEFAULT_MAX_FUTURE_MS = int(DEFAULT_MAX_FUTURE_S * 1000)  # the Waku edge's timestamp skew (nwaku: 20 s)
 REPLAYED = "replayed"
 MALFORMED = "malformed"
 

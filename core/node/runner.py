@@ -5,6 +5,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
+from core.node.community import NodePaths
 from core.node.config import NodeSettings
 from core.node.engine import Engine
 from core.node.hydrate import reference_hydrator
@@ -104,7 +105,8 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True, offload
     host, port = listen_address(s.torrent_listen)
     tset = (TorrentSettings.loopback(listen_host=host, listen_port=port) if s.torrent_local
             else TorrentSettings(listen_host=host, listen_port=port))
-    torrents = TorrentService(tset, s.data_dir / "torrent-state").start()
+    paths = NodePaths(s.data_dir)                 # the engine's own layout of the data folder
+    torrents = TorrentService(tset, paths.torrent_state).start()
     waku = _waku_backend(s)
     transport = None
     if waku is not None:
@@ -116,7 +118,7 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True, offload
             except WakuError as e:  # an unreachable peer (or a bad address) is a warning, not a reason to stop
                 log.warning("waku peer %s unreachable: %s", p, e)
         transport = WakuTransport(waku, store_peers=s.waku_peers)
-    history = MemberHistory(s.data_dir / "history.sqlite")
+    history = MemberHistory(paths.history_db)
     engine = Engine(s.data_dir, clock=clock, transport=transport, torrents=torrents, settle=s.settle_seconds,
                     tick_seconds=s.tick_seconds, peers=tuple(s.torrent_peers), history=history, grace=s.grace_period,
                     retention=s.retention_period, offload=offload,

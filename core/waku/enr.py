@@ -21,7 +21,8 @@ from typing import Iterable, Union
 import coincurve
 import multiaddr
 from coincurve.ecdsa import cdata_to_der, deserialize_compact
-from Crypto.Hash import keccak
+
+from core.archive.codec import keccak256
 
 MAX_RECORD_SIZE = 300
 CAPABILITIES = ("relay", "store", "filter", "lightpush", "sync")
@@ -35,8 +36,6 @@ class EnrError(ValueError):
     """A record (or one of its fields) is malformed, too big, or wrongly signed."""
 
 
-def keccak256(data: bytes) -> bytes:
-    return keccak.new(digest_bits=256, data=data).digest()
 
 
 # --- RLP ---

@@ -26,7 +26,8 @@ from core.waku.message import DEFAULT_MAX_FUTURE_S, NS, InvalidMessage, WakuMess
 log = logging.getLogger(__name__)
 
 DAY_NS = 86_400 * 10**9
-DEFAULT_RETENTION_NS = 30 * DAY_NS
+DEFAULT_RETENTION_S = 30 * 86_400        # how long a store node keeps messages (nwaku's and status-go's default)
+DEFAULT_RETENTION_NS = DEFAULT_RETENTION_S * 10**9
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS waku_store (

@@ -186,8 +186,12 @@ class OwnerPage(FormPage):
     def _import_file(self) -> None:
         f, _ = QFileDialog.getOpenFileName(self, "Community key", "", "Key files (*.key *.txt *.json);;All files (*)")
         if f:
+            from gui.views.keys import MAX_KEY_FILE
             try:
-                self._import(Path(f).read_bytes()[:65536].decode("utf-8", "replace"))
+                if Path(f).stat().st_size > MAX_KEY_FILE:     # checked before reading, as every key file is
+                    show_error(self.key_error, f"{Path(f).name} is too large to be a key file.")
+                    return
+                self._import(Path(f).read_bytes().decode("utf-8", "replace"))
             except OSError as e:
                 show_error(self.key_error, f"Cannot read {f}: {e.strerror}.")
 

@@ -273,6 +273,29 @@ def test_owner_imports_a_key_and_existing_channels(qtbot, start, tmp_path):
     assert (data / "archivist.toml").read_text() == "# someone else's\n"
 
 
+def test_owner_key_file_is_checked_before_it_is_read(qtbot, start, tmp_path, monkeypatch):
+    """A key file picked in the owner page is refused by its size before it is read (gui.views.keys.MAX_KEY_FILE,
+    the bound of every key file), and a real export is taken."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from core.status.identity import CommunityIdentity
+    from gui.views.keys import MAX_KEY_FILE
+    ident = CommunityIdentity.generate()
+    big, good = tmp_path / "big.key", tmp_path / "good.key"
+    with open(big, "wb") as f:
+        f.truncate(MAX_KEY_FILE + 1)
+    good.write_text(ident.export_hex() + "\n")
+    w = start()
+    qtbot.mouseClick(w.create_btn, LEFT)
+    p = w.owner
+    for path in (big, good):
+        monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, _p=path: (str(_p), "")))
+        p._import_file()
+        if path is big:
+            assert p.key_error.isVisible() and p.key_error.text() == "big.key is too large to be a key file."
+    assert ident.community_id in p.key_info.text()
+
+
 def test_owner_creates_a_community_and_sees_its_first_archive(qtbot, start, tmp_path, monkeypatch):
     """The owner's whole first run: welcome screen, a new key and a channel, the node starts; members' chat of the
     last hours reaches the owner's own Waku node over relay (signed and encrypted as Status sends it); the owner

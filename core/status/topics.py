@@ -12,6 +12,7 @@ import re
 
 from core.archive.codec import keccak256
 from core.waku.topics import STATUS_CLUSTER, STATUS_DEFAULT_SHARD as DEFAULT_SHARD  # noqa: F401 - Status's network
+from core.waku.topics import static_shard_topic
 
 PBKDF2_ITERATIONS = 65356          # status-go's number (not 65536)
 SYMMETRIC_KEY_BYTES = 32
@@ -62,7 +63,8 @@ def topic_of_content_topic(content_topic: str) -> bytes:
 
 
 def pubsub_topic(cluster: int = STATUS_CLUSTER, shard: int = DEFAULT_SHARD) -> str:
-    return f"/waku/2/rs/{cluster}/{shard}"
+    """Status's pubsub topic: core.waku.topics.static_shard_topic (the one formula, with its range check)."""
+    return static_shard_topic(cluster, shard)
 
 
 @functools.lru_cache(maxsize=4096)

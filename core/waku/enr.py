@@ -23,6 +23,7 @@ import multiaddr
 from coincurve.ecdsa import cdata_to_der, deserialize_compact
 
 from core.archive.codec import keccak256
+from core.waku.topics import static_shard_topic
 
 MAX_RECORD_SIZE = 300
 CAPABILITIES = ("relay", "store", "filter", "lightpush", "sync")
@@ -113,7 +114,7 @@ class RelayShards:
     shards: tuple[int, ...]
 
     def topics(self) -> list[str]:
-        return [f"/waku/2/rs/{self.cluster}/{s}" for s in self.shards]
+        return [static_shard_topic(self.cluster, s) for s in self.shards]
 
 
 def encode_rs(cluster: int, shards: Iterable[int]) -> bytes:

@@ -186,17 +186,23 @@ def _rows(folder: Path | None, index_raw: bytes, count_messages: bool = True) ->
     return ins
 
 
-def folder_for_torrent(torrent: Path, mi: Metainfo) -> Path | None:
-    """The archive folder a torrent describes: named exactly like the torrent (its community ID), beside it, or in
-    a sibling of the torrent's folder (`<dir>/torrents/<id>.torrent` next to `<dir>/archivedata/<id>`)."""
-    here = torrent.resolve().parent
-    candidates = [here / mi.name]
+def beside_or_in_siblings(here: Path, name: str) -> list[Path]:
+    """`here/name`, then `name` in each sibling folder of `here` (at most 1,000, in name order): where a torrent and
+    its archive folder are looked for from each other (`<dir>/torrents/<id>.torrent` next to
+    `<dir>/archivedata/<id>`, or side by side). Exact names only: no glob patterns."""
+    out = [here / name]
     try:
-        candidates += [d / mi.name for d in sorted(here.parent.iterdir())[:1000] if d != here]
+        out += [d / name for d in sorted(here.parent.iterdir())[:1000] if d != here]
     except OSError:
         pass
-    return next((c for c in candidates if c.is_dir() and ((c / INDEX_FILE).is_file() or (c / DATA_FILE).is_file())),
-                None)
+    return out
+
+
+def folder_for_torrent(torrent: Path, mi: Metainfo) -> Path | None:
+    """The archive folder a torrent describes: named exactly like the torrent (its community ID), beside it, or in
+    a sibling of the torrent's folder (beside_or_in_siblings)."""
+    return next((c for c in beside_or_in_siblings(torrent.resolve().parent, mi.name)
+                 if c.is_dir() and ((c / INDEX_FILE).is_file() or (c / DATA_FILE).is_file())), None)
 
 
 def inspect_path(source: str, *, count_messages: bool = True) -> Inspection:

@@ -15,7 +15,7 @@ from core.archive.constants import DATA_FILE, INDEX_FILE, PIECE_LENGTH
 from core.archive.errors import ArchiveError
 from core.archive.index_check import MAX_ARCHIVE_BYTES, Finding, check_entries, plan_reads
 from core.archive.constants import COMMUNITY_ID
-from core.archive.inspect import read_index
+from core.archive.inspect import beside_or_in_siblings, read_index
 from core.archive.torrent import Metainfo, piece_hashes, read_metainfo
 
 MAX_VERIFY_READ = MAX_ARCHIVE_BYTES  # decode archives one at a time; never load more than this for one archive
@@ -124,15 +124,9 @@ def find_torrents(folder: Path) -> list[Path]:
     """Torrent files named exactly `<folder name>.torrent` beside the folder or in a sibling of its parent
     (`<dir>/torrents/<id>.torrent` for `<dir>/archivedata/<id>`). Exact names only: no glob patterns."""
     folder = folder.resolve()
-    name = folder.name + ".torrent"
     if not COMMUNITY_ID.match(folder.name):
         return []
-    out = [folder.parent / name]
-    try:
-        out += [d / name for d in sorted(folder.parent.parent.iterdir())[:1000] if d != folder.parent]
-    except OSError:
-        pass
-    return [p for p in out if p.is_file()]
+    return [p for p in beside_or_in_siblings(folder.parent, folder.name + ".torrent") if p.is_file()]
 
 
 def check_pieces(mi: Metainfo, folder: Path, report: Report) -> None:

@@ -22,6 +22,9 @@ def fmt_time(ts: int | float | None) -> str:
 
 fmt_bytes = size_text     # core.archive.inspect's rule for sizes shown to people
 
+# A member's download policies in words (the codes: core.torrent.selection.MODES), for every view that offers them
+POLICY_WORDS = {"all": "All history", "latest": "Only the latest week", "range": "A time range"}
+
 
 def payload_preview(payload: bytes, n: int = 60) -> str:
     """Printable text if the payload is text, else hex (Status payloads are protobuf, usually opaque)."""

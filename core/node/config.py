@@ -10,6 +10,7 @@ from core.archive.constants import community_id as canonical_community_id
 from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, SETTLE_SECONDS, CommunityConfig
 from core.pipeline.session import DEFAULT_MASTER, EXECUTOR_TIMEOUT_S
 from core.torrent.magnet import format_peer, parse_listen, parse_peer
+from core.torrent.selection import MODES
 from core.waku.message import DEFAULT_MAX_FUTURE_S, DEFAULT_MAX_MESSAGE_SIZE
 from core.waku.ratelimit import IP_BURST, IP_RATE_S, PEER_BURST, PEER_RATE_S
 
@@ -413,7 +414,7 @@ def first_run_settings(*, role: str, community_id: str, data_dir: Path, name: st
         raise ConfigError("an owner's node needs the community key")
     if role == "control" and not channels:
         raise ConfigError("name at least one channel: the owner's node archives the community's channels")
-    if policy not in ("all", "latest", "range"):
+    if policy not in MODES:
         raise ConfigError(f"policy must be all, latest or range, not {policy!r}")
     if policy == "range" and (range_start is None or range_end is None or range_start >= range_end):
         raise ConfigError("the time range must end after it starts")

@@ -37,6 +37,7 @@ def seeding_state(seed_state: str | None) -> SeedingState:
 
 
 class DownloadPolicy(str, Enum):
+    """What a member downloads: the codes of core.torrent.selection.MODES (checked by tests/gui/test_policy_words)."""
     ALL = "all"
     LATEST = "latest"
     RANGE = "range"

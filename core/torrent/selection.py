@@ -9,6 +9,9 @@ from core.archive.codec import IndexEntry
 from core.archive.constants import PIECE_LENGTH
 
 
+MODES = ("all", "latest", "range")     # what a member may choose: every reader of a policy takes these codes
+
+
 @dataclass(frozen=True)
 class Selection:
     mode: str = "all"               # "all" | "latest" | "range"
@@ -16,7 +19,7 @@ class Selection:
     end: int | None = None
 
     def __post_init__(self):
-        if self.mode not in ("all", "latest", "range"):
+        if self.mode not in MODES:
             raise ValueError(f"unknown selection {self.mode!r}")
         if self.mode == "range" and (self.start is None or self.end is None or self.start >= self.end):
             raise ValueError("a time range needs from < to")

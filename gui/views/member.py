@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QButtonGroup, QDateEdit, QGroupBox, QHBoxLayout, 
 from core.node import events as E
 from core.node.state import ArchiveInfo, CommunityState, DownloadPolicy
 from core.torrent.selection import day_end, day_start
-from gui.models import Column, KeyedTableModel, fmt_bytes, fmt_time, short_id
+from gui.models import POLICY_WORDS, Column, KeyedTableModel, fmt_bytes, fmt_time, short_id
 from gui.views.inspector import make_table
 from gui.views.keys import GroupKeyBox
 from gui.views.progress import ProgressDelegate, SmoothBar, archive_percent, overall
@@ -108,9 +108,9 @@ class MemberView(QWidget):
 
         choice = QGroupBox("What to download")
         cl = QVBoxLayout(choice)
-        self.all_btn = QRadioButton("All history")
-        self.latest_btn = QRadioButton("Only the latest week")
-        self.range_btn = QRadioButton("A time range:")
+        self.all_btn = QRadioButton(POLICY_WORDS["all"])
+        self.latest_btn = QRadioButton(POLICY_WORDS["latest"])
+        self.range_btn = QRadioButton(POLICY_WORDS["range"] + ":")
         self.group = QButtonGroup(self)
         for i, b in enumerate((self.all_btn, self.latest_btn, self.range_btn)):
             self.group.addButton(b, i)
@@ -194,9 +194,9 @@ class MemberView(QWidget):
         pol, s, e = self.policy()
         chosen = selected_archives(archives, pol, s, e)
         need = [a for a in chosen if not a.local]
-        for btn, label, p in ((self.all_btn, "All history", DownloadPolicy.ALL),
-                              (self.latest_btn, "Only the latest week", DownloadPolicy.LATEST),
-                              (self.range_btn, "A time range", DownloadPolicy.RANGE)):
+        for btn, p in ((self.all_btn, DownloadPolicy.ALL), (self.latest_btn, DownloadPolicy.LATEST),
+                       (self.range_btn, DownloadPolicy.RANGE)):
+            label = POLICY_WORDS[p.value]
             sel = selected_archives(archives, p, s, e) if p == DownloadPolicy.RANGE and pol == p else \
                 selected_archives(archives, p, *self._range())
             btn.setText(f"{label} ({plural(len(sel), 'archive')}, {fmt_bytes(sum(a.size for a in sel))})"

@@ -11,16 +11,17 @@ from pathlib import Path
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
                                QSpinBox, QVBoxLayout, QWidget)
 
-from core.node.config import ConfigError, NodeSettings, listen_address, load, peer, save
+from core.node.config import DEFAULT_POLICIES, ConfigError, NodeSettings, listen_address, load, peer, save
 from core.torrent.magnet import format_peer
 from core.waku.networks import NETWORKS
+from gui.models import POLICY_WORDS
 from gui.views.spark_settings import SparkBox
 
 AFTER_RESTART = "applies after a restart"
 NOW = "applies now"
 LIVE = ("grace_period", "retention_period")          # what Engine.set_schedule changes in a running node
 DAY = 24 * 3600
-POLICIES = (("all", "All history"), ("latest", "Only the latest week"))
+POLICIES = tuple((code, POLICY_WORDS[code]) for code in DEFAULT_POLICIES)   # a node default needs no dates
 _NAME_COMMENT = re.compile(r'^\s*"([^"]+)",\s*#\s*(.+)$')
 
 

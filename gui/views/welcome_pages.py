@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QDateEdit, QFileDialog, 
                                QLabel, QLineEdit, QListWidget, QPlainTextEdit, QPushButton, QRadioButton,
                                QVBoxLayout, QWidget)
 
+from gui.models import POLICY_WORDS
 
 ERROR_STYLE = "color: #a1281b;"
 KEY_NOTE = ("Create saves the key in the data folder (keys/), readable only by you; anyone holding it controls the "
@@ -238,9 +239,9 @@ class MemberPage(FormPage):
         form.addRow("Name:", self.name)
 
         choice = QGroupBox("What to download")
-        self.all_btn = QRadioButton("All history")
-        self.latest_btn = QRadioButton("Only the latest week")
-        self.range_btn = QRadioButton("A time range (UTC):")
+        self.all_btn = QRadioButton(POLICY_WORDS["all"])
+        self.latest_btn = QRadioButton(POLICY_WORDS["latest"])
+        self.range_btn = QRadioButton(POLICY_WORDS["range"] + " (UTC):")
         self.group = QButtonGroup(self)
         for i, b in enumerate((self.all_btn, self.latest_btn, self.range_btn)):
             self.group.addButton(b, i)

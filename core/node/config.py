@@ -1,12 +1,11 @@
 """The node's TOML configuration (one file; command-line options override). Every port defaults to 0."""
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.archive.constants import community_id as canonical_community_id
+from core.archive.constants import COMMUNITY_ID, community_id as canonical_community_id
 from core.node.community import GRACE_SECONDS, RETENTION_SECONDS, SETTLE_SECONDS, CommunityConfig
 from core.pipeline.session import DEFAULT_MASTER, EXECUTOR_TIMEOUT_S
 from core.torrent.magnet import format_peer, parse_listen, parse_peer
@@ -212,7 +211,6 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
 # ---------------------------------------------------------------- writing (first run: the window writes the file
 # that `archivist node --config` reads, so a headless node and the window share one file)
 
-_CHAT_ID = re.compile(r"^(0x[0-9a-f]{66})([0-9a-f]{8}-[0-9a-f]{4}-[0-5][0-9a-f]{3}-[089ab][0-9a-f]{3}-[0-9a-f]{12})\Z")
 HEADER = ("# Archivist node configuration (format: docs/NODE.md). Read by `archivist node --config FILE` and by the\n"
           "# window (`archivist gui`); paths are relative to this file.\n")
 
@@ -337,7 +335,8 @@ def channel_chat_ids(community_id: str, entries: list[str], *, new_allowed: bool
         e = raw.strip()
         if not e:
             continue
-        m = _CHAT_ID.match(e.lower())
+        low = e.lower()        # a chat ID: the community ID (COMMUNITY_ID's 68 characters), then a channel UUID
+        m = (low[:68], low[68:]) if COMMUNITY_ID.match(low[:68]) and CHANNEL_UUID.match(low[68:]) else None
         if "status.app/" in e:
             try:
                 link = parse(e)
@@ -350,7 +349,7 @@ def channel_chat_ids(community_id: str, entries: list[str], *, new_allowed: bool
                                   f"another community")
             item = (link.channel_name, link.channel_chat_id)
         elif m:
-            if m.group(1) != community_id:
+            if m[0] != community_id:
                 raise ConfigError(f"chat ID {e[:20]}… belongs to another community")
             item = ("", e.lower())
         elif CHANNEL_UUID.match(e.lower()):

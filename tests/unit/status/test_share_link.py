@@ -164,6 +164,11 @@ def test_channel_links_chat_ids_and_uuids():
     assert channel_chat_ids(ID_A, [CHANNEL_URL]) == [("", ID_A + uuid)]
     assert channel_chat_ids(ID_A, [ID_A + uuid], new_allowed=False) == [("", ID_A + uuid)]
     assert channel_chat_ids(ID_A, [uuid], new_allowed=False) == [("", ID_A + uuid)]
+    # a chat ID is the community ID's rule then the channel UUID's (no regex of its own): any case, exact length
+    assert channel_chat_ids(ID_A, [(ID_A + uuid).upper().replace("0X", "0x")], new_allowed=False) == [("", ID_A + uuid)]
+    for bad in (ID_A + uuid[:-1], ID_A[:-1] + uuid, ID_A + uuid.replace("-48f9-", "-68f9-")):
+        with pytest.raises(ConfigError, match="cannot add channels"):
+            channel_chat_ids(ID_A, [bad], new_allowed=False)
 
 
 @pytest.mark.parametrize("entries, says", [

@@ -83,6 +83,29 @@ def listen_address(s) -> tuple[str, int]:
     return p
 
 
+def _range_bound(v, key: str, until: bool) -> int | None:
+    """A community's `from` / `to`: unix seconds, or a date or date and time (a TOML one, or text), read by the
+    command line's rule (core.torrent.selection.parse_when: UTC unless it says otherwise; a date alone is a whole
+    day, so `to = 2026-11-07` includes that day, as the member view's date fields do)."""
+    import argparse
+    import datetime as dt
+    from core.torrent.selection import day_end, day_start, parse_when
+    if v is None:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return v
+    if isinstance(v, dt.datetime):
+        return int((v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)).timestamp())
+    if isinstance(v, dt.date):
+        return day_end(v) if until else day_start(v)
+    if isinstance(v, str):
+        try:
+            return parse_when(v.strip(), until=until)
+        except argparse.ArgumentTypeError as e:
+            raise ConfigError(f"[[community]] {key}: {e}") from None
+    raise ConfigError(f"[[community]] {key} must be unix seconds or a date, not {v!r}")
+
+
 def _bool(v, key: str) -> bool:
     if not isinstance(v, bool):
         raise ConfigError(f"{key} must be true or false, not {v!r}")
@@ -176,7 +199,8 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
                 community_id=cid, name=str(c.get("name", "")), role=role,
                 channel_chat_ids=[str(x) for x in c.get("channels", [])], key_file=rel(c.get("key_file")),
                 archive_support=bool(c.get("archive_support", True)), policy=str(c.get("policy", default_policy)),
-                range_start=c.get("from"), range_end=c.get("to"),
+                range_start=_range_bound(c.get("from"), "from", False),
+                range_end=_range_bound(c.get("to"), "to", True),
                 announce_on=tuple(c.get("announce_on", ("magnetlinks", "memberUpdate"))),
                 trackers=tuple(c.get("trackers", ())), encrypted=bool(c.get("encrypted", False)),
                 backend=str(c.get("backend", "torrent")), codex_api=c.get("codex_api")))

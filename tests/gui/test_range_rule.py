@@ -19,3 +19,24 @@ def test_the_window_and_the_command_line_read_dates_alike():
         assert (cli.start, cli.end) == gui
         # and the window shows the same last day back (it shows `end - 1`'s date)
         assert to_qdate(cli.end - 1).toString("yyyy-MM-dd") == last
+
+
+def test_a_config_files_range_reads_dates_the_same_way(tmp_path):
+    """`from` / `to` in a community's config: TOML dates, text or unix seconds, by the same rule (a config took any
+    value before, and a TOML date came through as a date object the member could not compare)."""
+    import pytest
+
+    from core.node.config import ConfigError, load
+    p = argparse.ArgumentParser(exit_on_error=False)
+    add_selection_arguments(p)
+    cli = selection_from_args(p.parse_args(["--from", "2026-11-01", "--to", "2026-11-07"]))
+    head = f'data_dir = "{tmp_path}"\n[[community]]\nid = "0x02{"ab" * 32}"\nrole = "member"\npolicy = "range"\n'
+    for fr, to in (("2026-11-01", "2026-11-07"), ('"2026-11-01"', '"2026-11-07"'), (cli.start, cli.end)):
+        (tmp_path / "c.toml").write_text(head + f"from = {fr}\nto = {to}\n")
+        (c,) = load(tmp_path / "c.toml").communities
+        assert (c.range_start, c.range_end) == (cli.start, cli.end)
+    for bad, says in (('"yesterday"', "'yesterday' is neither unix seconds nor an ISO date"),
+                      ("-5", "must be unix seconds or a date, not -5"), ("true", "not True")):
+        (tmp_path / "c.toml").write_text(head + f"from = {bad}\nto = 5\n")
+        with pytest.raises(ConfigError, match=says):
+            load(tmp_path / "c.toml")

@@ -81,7 +81,7 @@ def test_older_clock_is_refused_an_equal_clock_is_not(db, caplog):
     with caplog.at_level(logging.INFO, logger="core.node.links"):
         d = gate.consider(ArchiveLinkMessage(NOW - 101, LINK_A, b""))
     assert (d.accepted, d.reason, d.detail) == (False, OLDER_CLOCK, f"clock {NOW - 101} < stored {NOW - 100}")
-    assert d.message.link == LINK_A
+    assert d.message.link == LINK_A and d.stored_clock == NOW - 100
     assert caplog.messages == [f"ignored archive link for {CID}: older-clock (clock {NOW - 101} < stored {NOW - 100})"]
     assert gate.consider(ArchiveLinkMessage(NOW - 100, LINK_A, b"")).accepted     # same clock, new link
     assert db.rejections(CID) == {OLDER_CLOCK: 1}

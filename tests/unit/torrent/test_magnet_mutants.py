@@ -104,3 +104,10 @@ def test_a_community_id_with_a_trailing_newline_is_not_a_community_id():
     with pytest.raises(MagnetError):
         parse_magnet(link, need_community=True)
     assert parse_magnet(link).community_id is None
+
+
+def test_parse_listen_takes_port_zero_and_the_peer_rule_otherwise():
+    from core.torrent.magnet import parse_listen
+    assert parse_listen("0.0.0.0:0") == ("0.0.0.0", 0) and parse_peer("0.0.0.0:0") is None
+    assert parse_listen("[::]:65535") == ("::", 65535)
+    assert [parse_listen(t) for t in ("h:65536", "h", ":1", "h:-1", "h:\u00b2")] == [None] * 5

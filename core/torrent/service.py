@@ -76,8 +76,9 @@ def _convert(a) -> list[ev.TorrentEvent]:
     if t == "save_resume_data_alert":
         return [ev.TorrentEvent(ev.RESUME_SAVED, ih, {"data": bytes(lt.write_resume_data_buf(a.params))})]
     if t in ("torrent_error_alert", "file_error_alert", "metadata_failed_alert"):
+        # an OS error's number only: libtorrent's own 28 is not ENOSPC
         code = (a.error.category().name() in ("system", "generic") and disk_error_code(a.error.value())
-                or t.replace("_alert", "").replace("_", "-"))   # an OS error's number only: libtorrent's 28 is not ENOSPC
+                or t.replace("_alert", "").replace("_", "-"))
         return [ev.TorrentEvent(ev.ERROR, ih, {"code": code, "message": f"{a.error.message()} ({a.message()})"})]
     if t in ("peer_connect_alert", "peer_disconnected_alert"):
         ep = a.endpoint

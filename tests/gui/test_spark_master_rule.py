@@ -20,7 +20,8 @@ def test_every_default_is_the_one_constant(tmp_path):
     config = tmp_path / "c.toml"
     config.write_text(f'data_dir = "{tmp_path}"\n')
     assert DEFAULT_MASTER == "local[*]"
-    assert NodeSettings(tmp_path).spark_master == load(config).spark_master == DEFAULTS["spark_master"] == DEFAULT_MASTER
+    assert NodeSettings(tmp_path).spark_master == load(config).spark_master == DEFAULTS["spark_master"]
+    assert DEFAULTS["spark_master"] == DEFAULT_MASTER
     assert p.parse_args([]).master == DEFAULT_MASTER
 
 

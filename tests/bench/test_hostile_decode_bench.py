@@ -5,7 +5,7 @@ an empty message in the same run (C, nothing materialised: the floor of any look
 - message bomb: a real header, then 1.5M empty messages (3 MB): refused as archive-too-many-messages once the
   count passes 1M;
 - index bomb: empty index entries (`0a 00`), as many as 4 MiB holds (64 MiB with ARCHIVIST_SLOW=1; a torrent's
-  index may be 256 MiB): refused as index-too-big after MAX_INDEX_ENTRIES (262,144), before protobuf builds them.
+  index file may be 64 MiB): refused as index-too-big after MAX_INDEX_ENTRIES (262,144), before protobuf builds them.
   Before, protobuf built every one: 16 MiB took 25.7 CPU-s and 1.5 GB (peak RSS), to end as an index of 1 entry;
 - field bomb: a real header, then tiny fields that are not messages, each holding a 0x1a byte (the cheap bound on
   messages), up to the largest archive `data` may hold (64 MiB; 4 MiB in the quick run): refused as

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from core.pipeline import DEFAULT_MASTER  # noqa: F401 - re-exported: the session's default
 from core.pipeline import security
 from core.pipeline.cluster_conf import PROJECT_ROOT, driver_network, is_cluster_master, no_worker_message, project_zip
 from core.pipeline.jvm import JvmMismatch, ensure_jvm
@@ -35,7 +36,6 @@ EXECUTOR_TIMEOUT_S = 120.0    # default of --executor-timeout and [spark] execut
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MASTER = "local[*]"
 ARCHIVE_SLICE_BYTES = 64 << 20
 
 

@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (QButtonGroup, QDateEdit, QGroupBox, QHBoxLayout, 
 
 from core.node import events as E
 from core.node.state import ArchiveInfo, CommunityState, DownloadPolicy
-from core.torrent.selection import day_end, day_start
 from gui.models import POLICY_WORDS, Column, KeyedTableModel, fmt_bytes, fmt_time, short_id
 from gui.views.inspector import make_table
 from gui.views.keys import GroupKeyBox
@@ -61,6 +60,7 @@ def archive_state(a: ArchiveInfo) -> str:
 def to_ts(d: QDate, end_of_day: bool = False) -> int:
     """A date field's UTC day: its first second, or its end (a range's `to` day is included, as on the command
     line: core.torrent.selection.day_end)."""
+    from core.torrent.selection import day_end, day_start   # not at the window's start (warm_imports loads it)
     day = dt.date(d.year(), d.month(), d.day())
     return day_end(day) if end_of_day else day_start(day)
 

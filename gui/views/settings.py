@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 
 from core.archive.constants import DEFAULT_TRACKERS
 from core.codex import DEFAULT_API
-from core.pipeline.session import DEFAULT_MASTER
-from core.torrent.selection import MODES
+from core.node.state import DownloadPolicy
+from core.pipeline import DEFAULT_MASTER
 from gui.views.path_field import path_field
 
 DEFAULTS = {
@@ -84,7 +84,7 @@ class SettingsDialog(QDialog):
         self.trackers = QPlainTextEdit(v["trackers"])
         self.trackers.setFixedHeight(60)
         self.policy = QComboBox()
-        self.policy.addItems(list(MODES))
+        self.policy.addItems([p.value for p in DownloadPolicy])      # core.torrent.selection.MODES
         self.policy.setCurrentText(v["default_policy"])
         self.global_support = QCheckBox("Archive support for communities I own (global switch)")
         self.global_support.setChecked(v["global_archive_support"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from core.node.config import NodeSettings, first_run_settings, load, save
-from core.pipeline.session import DEFAULT_MASTER
+from core.pipeline import DEFAULT_MASTER
 from gui.views.settings import DEFAULTS
 
 CID = "0x02" + "ab" * 32

@@ -259,6 +259,14 @@ def test_topics_are_counted_before_the_parse_as_protobuf_counts_them(monkeypatch
     assert topics(ld(2, meta_bytes(1, 2, [b"a", b"b"]) + vi(4, 34) * 3)) == 2
 
 
+def test_the_real_topic_limit_at_its_edge():
+    """65,536 empty topics (131 KB) are an archive; one more is refused, though 131 KB is a small archive."""
+    head = vi(2, 1) + vi(3, 2)
+    assert len(codec.parse_archive_pb(ld(2, head + b"\x22\x00" * codec.MAX_TOPICS)).metadata.contentTopic) == 65_536
+    with pytest.raises(DecodeError, match="more than 65536 topics"):
+        codec.parse_archive_pb(ld(2, head + b"\x22\x00" * (codec.MAX_TOPICS + 1)))
+
+
 def test_limits():
     assert (codec.MAX_ARCHIVE_MESSAGES, codec.MAX_TOPICS) == (1_000_000, 65_536)
 

@@ -39,10 +39,19 @@ def add_security_arguments(p) -> None:
                    help="encrypt Spark's network traffic (spark.network.crypto.enabled; needs --spark-secret-file)")
 
 
+def _master(text: str) -> str:
+    """--master's type: cluster_conf.master_problem, argparse's error."""
+    import argparse
+    from core.pipeline.cluster_conf import master_problem
+    if master_problem(text):
+        raise argparse.ArgumentTypeError(master_problem(text))
+    return text
+
+
 def add_spark_arguments(p) -> None:
     """--master and the flags for a standalone cluster (ignored in local mode unless given)."""
-    p.add_argument("--master", default=DEFAULT_MASTER, help=f"Spark master URL: {DEFAULT_MASTER} (default) or "
-                   "spark://host:port")
+    p.add_argument("--master", default=DEFAULT_MASTER, type=_master, help=f"Spark master URL: {DEFAULT_MASTER} "
+                   "(default) or spark://host:port")
     p.add_argument("--driver-host", help="address executors use to reach this driver "
                    "(default: the local address that routes to the master; 127.0.0.1 in local mode)")
     p.add_argument("--driver-bind", help="address the driver listens on (default: --driver-host; differs behind NAT)")

@@ -23,6 +23,20 @@ def is_cluster_master(master: str) -> bool:
     return master.startswith("spark://")
 
 
+def master_problem(master: str) -> str | None:
+    """Why `master` is no Spark master URL (one sentence), or None: local[...], spark://HOST:PORT[,HOST:PORT],
+    yarn or k8s://... The one check of the config file, `--master` and the window's Spark settings."""
+    if is_cluster_master(master):
+        try:
+            master_host_port(master)
+        except SparkConfigError as e:
+            return str(e)
+        return None
+    if not master.startswith(("local", "yarn", "k8s://")):
+        return f"Spark master {master!r} is neither local[…], spark://HOST:PORT, yarn nor k8s://…"
+    return None
+
+
 def master_host_port(master: str) -> tuple[str, int]:
     """`spark://h1:7077[,h2:7077]` -> the first master's (host, port); IPv6 literals in brackets."""
     if not is_cluster_master(master):

@@ -78,15 +78,10 @@ class SparkBox(QGroupBox):
     def check(self) -> str | None:
         """Why these values cannot work (one sentence), read before anything is written; None when they can."""
         from core.pipeline.security import SparkSecurityError, read_secret
-        from core.pipeline.cluster_conf import SparkConfigError, is_cluster_master, master_host_port
+        from core.pipeline.cluster_conf import master_problem
         master = self.master.text().strip()
-        if is_cluster_master(master):
-            try:
-                master_host_port(master)
-            except SparkConfigError as e:
-                return str(e)
-        elif master and not master.startswith(("local", "yarn", "k8s://")):
-            return f"Spark master {master!r} is neither local[…], spark://HOST:PORT, yarn nor k8s://…"
+        if master and master_problem(master):
+            return master_problem(master)
         path = self.secret_file.text().strip()
         if path:
             try:

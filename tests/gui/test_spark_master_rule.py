@@ -30,3 +30,36 @@ def test_the_first_run_keeps_the_master_chosen_in_settings(tmp_path):
     save(s, tmp_path / "a.toml")
     assert load(tmp_path / "a.toml").spark_master == "spark://h:7077"
     assert first_run_settings(role="member", community_id=CID, data_dir=tmp_path).spark_master == DEFAULT_MASTER
+
+
+def test_every_reader_checks_a_master_the_same(tmp_path, qtbot):
+    """One check (core.pipeline.cluster_conf.master_problem) for the config file, `--master` and the window's Spark
+    box. Before, only the box checked: the config took any text, and a node started with it failed in Spark."""
+    import pytest
+
+    from core.node.config import ConfigError
+    from core.pipeline import cli
+    from core.pipeline.cluster_conf import master_problem
+    from gui.views.spark_settings import SparkBox
+    p = argparse.ArgumentParser(exit_on_error=False)
+    cli.add_spark_arguments(p)
+    from PySide6.QtWidgets import QLabel
+    box = SparkBox(NodeSettings(tmp_path), QLabel)
+    qtbot.addWidget(box)
+    for master, ok in (("local[*]", True), ("local[2]", True), ("spark://h:7077", True), ("yarn", True),
+                       ("k8s://https://h:6443", True), ("spark://h", False), ("mesos://h:5050", False),
+                       ("http://h:7077", False)):
+        problem = master_problem(master)
+        assert (problem is None) == ok, master
+        box.master.setText(master)
+        assert box.check() == problem
+        config = tmp_path / "c.toml"
+        config.write_text(f'data_dir = "{tmp_path}"\n[spark]\nmaster = "{master}"\n')
+        if ok:
+            assert load(config).spark_master == master == p.parse_args(["--master", master]).master
+        else:
+            with pytest.raises(ConfigError) as e:
+                load(config)
+            assert str(e.value) == f"spark.master: {problem}"
+            with pytest.raises(argparse.ArgumentError):
+                p.parse_args(["--master", master])

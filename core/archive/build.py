@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import queue
-import shutil
 import sqlite3
 import threading
 import time
@@ -22,7 +21,8 @@ from typing import Callable, Generator, Iterable, Iterator, Sequence, TypeVar
 from core.archive import codec
 from core.archive.constants import PARTITION_SECONDS, PIECE_LENGTH
 from core.archive.errors import ArchiveError
-from core.archive.diskio import DISK_MARGIN, atomic_write, check_free_space, discard, disk_error, tmp_path_of
+from core.archive.diskio import (DISK_MARGIN, atomic_write, check_free_space, discard, disk_error, free_bytes,
+                                 tmp_path_of)
 from core.archive.folder import ArchiveFolder, IndexCodec, NewArchive
 from core.archive.partition import chunk_messages, missing_windows
 from core.archive.torrent import build_metainfo, parse_metainfo
@@ -193,7 +193,7 @@ def check_build_space(con: sqlite3.Connection, folder: Path, topics: Sequence[by
     7 columns), so the rows' bytes plus 64 per row stay under S * (1 + 64 / 11) < 7 S. Only when that bound does
     not fit are the rows counted and summed (payload_bytes)."""
     pieces = PIECE_LENGTH * (len(windows) + 1)
-    free = (free_space or (lambda p: shutil.disk_usage(p).free))(folder)
+    free = free_bytes(folder, free_space)
     if free >= 7 * waku_messages.stored_bytes(con) + pieces + DISK_MARGIN:
         return
     count, raw = waku_messages.payload_bytes(con, topics, windows[0][0], windows[-1][1])

@@ -107,15 +107,21 @@ _WHAT = {"disk-full": "disk full", "read-only": "not writable (read-only)", "io-
 DISK_MARGIN = 16 * 1024 * 1024      # free space kept on top of what a build or a download needs
 
 
+def free_bytes(folder: Path | str, free_space: Callable[[Path], int] | None = None) -> int:
+    """Free bytes where `folder` is, or would be (its nearest existing parent); `free_space` replaces the OS's
+    answer in tests."""
+    probe = Path(folder)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return (free_space or (lambda p: shutil.disk_usage(p).free))(probe)
+
+
 def check_free_space(folder: Path | str, need: int, what: str, free_space: Callable[[Path], int] | None = None,
                      margin: int = DISK_MARGIN) -> None:
     """Refuse (ArchiveError disk-full) before anything is written when `need` bytes plus `margin` do not fit in the
     free space of `folder`, or of its nearest existing parent: the one check of builds and downloads. `what`
     begins the sentence's middle ("the download needs")."""
-    probe = Path(folder)
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    free = (free_space or (lambda p: shutil.disk_usage(p).free))(probe)
+    free = free_bytes(folder, free_space)
     if free < need + margin:
         from core.archive.inspect import size_text
         raise ArchiveError(f"not enough disk space in {folder}: {what} about {size_text(need)} "

@@ -17,7 +17,6 @@ from core.codex.cid import CidError, parse_cid
 from core.pb import communities_archive_pb2 as pb
 
 
-
 @dataclass(frozen=True, slots=True)
 class CodexIndexEntry:
     start: int             # metadata.from (seconds)

@@ -225,8 +225,8 @@ def from_dict(doc: dict, base: Path = Path(".")) -> NodeSettings:
         raise ConfigError("spark.encrypt needs spark.secret_file (encryption uses the cluster's shared secret)")
     listen_address(s.torrent_listen)
     from core.pipeline.cluster_conf import master_problem
-    if master_problem(s.spark_master):
-        raise ConfigError(f"spark.master: {master_problem(s.spark_master)}")
+    if problem := master_problem(s.spark_master):
+        raise ConfigError(f"spark.master: {problem}")
     if s.waku_backend not in ("embedded", "nwaku-rest", "none"):
         raise ConfigError(f"waku.backend must be embedded, nwaku-rest or none, not {s.waku_backend!r}")
     from core.waku.networks import NETWORKS

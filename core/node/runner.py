@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass, field
 
 from core.node.community import NodePaths
-from core.node.config import NodeSettings
+from core.node.config import NodeSettings, listen_address
 from core.node.engine import Engine
 from core.node.hydrate import reference_hydrator
 from core.storage.member_history import MemberHistory
@@ -101,7 +101,6 @@ def start_node(s: NodeSettings, *, clock=None, communities: bool = True, offload
     from core.torrent.service import TorrentService
     from core.torrent.settings import TorrentSettings
     s.data_dir.mkdir(parents=True, exist_ok=True)
-    from core.node.config import listen_address
     host, port = listen_address(s.torrent_listen)
     tset = (TorrentSettings.loopback(listen_host=host, listen_port=port) if s.torrent_local
             else TorrentSettings(listen_host=host, listen_port=port))

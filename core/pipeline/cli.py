@@ -43,8 +43,8 @@ def _master(text: str) -> str:
     """--master's type: cluster_conf.master_problem, argparse's error."""
     import argparse
     from core.pipeline.cluster_conf import master_problem
-    if master_problem(text):
-        raise argparse.ArgumentTypeError(master_problem(text))
+    if problem := master_problem(text):
+        raise argparse.ArgumentTypeError(problem)
     return text
 
 

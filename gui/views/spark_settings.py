@@ -80,8 +80,8 @@ class SparkBox(QGroupBox):
         from core.pipeline.security import SparkSecurityError, read_secret
         from core.pipeline.cluster_conf import master_problem
         master = self.master.text().strip()
-        if master and master_problem(master):
-            return master_problem(master)
+        if master and (problem := master_problem(master)):
+            return problem
         path = self.secret_file.text().strip()
         if path:
             try:

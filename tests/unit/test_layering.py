@@ -11,6 +11,7 @@ fails the test too, so the list only shrinks.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,9 @@ LAYERS: list[tuple[str, ...]] = [   # top first
     # commands plug into; the commands import its print_json.
     ("core", "core.cli"),
 ]
+
+# the four tests that read the checkout share its parse (every_import), so they run on one xdist worker
+ON_ONE_WORKER = pytest.mark.xdist_group("layering")
 
 # (importer, imported module) -> why it stays for now. Each entry points up a layer.
 EXCEPTIONS: dict[tuple[str, str], str] = {
@@ -67,8 +71,10 @@ def _exists(module: str, root: Path) -> bool:
     return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
 
 
-def imports_of(path: Path, root: Path) -> list[tuple[str, int]]:
-    """(imported module, line) for every import statement in the file, wherever it is (functions included)."""
+@functools.lru_cache(maxsize=None)
+def every_import(path: Path, root: Path) -> tuple[tuple[str, int], ...]:
+    """(imported module, line) for every import statement in the file, wherever it is (functions included). Each
+    file is parsed once per process: four tests read the checkout's ~300 files."""
     module = _module_name(path, root)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
@@ -84,7 +90,13 @@ def imports_of(path: Path, root: Path) -> list[tuple[str, int]]:
             for a in node.names:     # `from core import synth` imports the module core.synth
                 sub = f"{target}.{a.name}"
                 found.append((sub if _exists(sub, root) else target, node.lineno))
-    return sorted({(t, line) for t, line in found if t.split(".")[0] in ("core", "gui")}, key=lambda x: (x[1], x[0]))
+    return tuple(found)
+
+
+def imports_of(path: Path, root: Path) -> list[tuple[str, int]]:
+    """(imported module of core or gui, line) for every such import in the file."""
+    return sorted({(t, line) for t, line in every_import(path, root) if t.split(".")[0] in ("core", "gui")},
+                  key=lambda x: (x[1], x[0]))
 
 
 def scan(root: Path) -> dict[str, list[tuple[str, int]]]:
@@ -136,30 +148,33 @@ def circles(graph: dict[str, list[tuple[str, int]]]) -> list[str]:
     return found
 
 
+@ON_ONE_WORKER
 def test_no_upward_import():
     bad = [b for b in upward_imports(scan(ROOT)) if (b[0], b[1]) not in EXCEPTIONS]
     assert bad == [], "upward imports:\n" + "\n".join(f"  {s}:{line} imports {d}: {why}" for s, d, line, why in bad)
 
 
+@ON_ONE_WORKER
 def test_every_exception_still_occurs():
     """A fixed exception must leave the list (so it cannot silently cover a new upward import)."""
     present = {(s, d) for s, d, _, _ in upward_imports(scan(ROOT))}
     assert sorted(set(EXCEPTIONS) - present) == []
 
 
+@ON_ONE_WORKER
 def test_no_import_circles():
     assert circles(scan(ROOT)) == []
 
 
+def qt_imports(root: Path) -> list[str]:
+    return [f"{path.relative_to(root)}:{line} {name}" for path in sorted(root.glob("core/**/*.py"))
+            for name, line in every_import(path, root) if name.split(".")[0] in ("PySide6", "shiboken6", "PyQt5",
+                                                                                   "PyQt6")]
+
+
+@ON_ONE_WORKER
 def test_core_never_imports_qt():
-    qt = []
-    for path in sorted(ROOT.glob("core/**/*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            qt += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] in
-                   ("PySide6", "shiboken6", "PyQt5", "PyQt6")]
-    assert qt == []
+    assert qt_imports(ROOT) == []
 
 
 # -- the checker itself, on a small tree of our own -----------------------------------------------------------
@@ -201,3 +216,9 @@ def test_checker_finds_a_circle(tmp_path):
                                    "core/pipeline/build.py": "from core.pipeline.session import SparkOwner\n",
                                    "core/pipeline/session.py": "def warm():\n    from . import build\n"})
     assert circles(scan(root)) == ["core.pipeline.build <-> core.pipeline.session"]
+
+
+def test_checker_sees_qt_in_core(tmp_path):
+    root = _tree(tmp_path, BASE | {"core/archive/view.py": "def f():\n    from PySide6 import QtCore\n",
+                                   "core/status/x.py": "import shiboken6.Shiboken\n", "gui/w.py": "import PySide6\n"})
+    assert qt_imports(root) == ["core/archive/view.py:2 PySide6", "core/status/x.py:1 shiboken6.Shiboken"]

@@ -20,6 +20,7 @@ from core.codex.cid import CidError, parse_cid
 from core.codex.errors import (CodexBadResponse, CodexError, CodexNotFound, CodexQuotaExceeded, CodexTimeout,
                                CodexTruncated, CodexUnreachable)
 from core.codex.manifest import Manifest, ManifestError, manifest_from_json
+from core.httpclient import http_client
 
 MAX_DOWNLOAD = max(MAX_ARCHIVE_BYTES, MAX_INDEX_BYTES)   # an archive or an index, never more: refuse absurd bodies
 
@@ -46,7 +47,7 @@ class CodexClient:
         self.download_deadline = download_deadline
         self._monotonic = monotonic
         timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout)
-        self._http = httpx.Client(timeout=timeout, transport=transport, trust_env=False)
+        self._http = http_client(timeout=timeout, transport=transport, trust_env=False)
 
     def close(self) -> None:
         self._http.close()

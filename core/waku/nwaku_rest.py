@@ -17,6 +17,8 @@ from typing import Callable, Iterator, Sequence
 
 import httpx
 
+from core.hextext import from_hex
+from core.httpclient import http_client
 from core.waku.backend import MessageCallback, Subscription
 from core.waku.errors import WakuError
 from core.waku.message import WakuMessage
@@ -60,7 +62,7 @@ def message_from_json(d: dict) -> WakuMessage:
 def hash_from_json(s: str) -> bytes:
     """nwaku prints hashes as 0x-hex (older versions: base64)."""
     if s.startswith("0x"):
-        return bytes.fromhex(s[2:])
+        return from_hex(s)
     return base64.b64decode(s)
 
 
@@ -71,7 +73,7 @@ class NwakuRestBackend:
         self.poll_interval = poll_interval
         self.store_peer = store_peer
         self.clock = clock
-        self.http = httpx.Client(base_url=self.base_url, timeout=timeout)
+        self.http = http_client(base_url=self.base_url, timeout=timeout)
         self._subs: list[Subscription] = []
         self._lock = threading.Lock()
         self._seen: collections.OrderedDict[bytes, None] = collections.OrderedDict()

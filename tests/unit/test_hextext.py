@@ -53,3 +53,12 @@ def test_every_reader_takes_either_prefix_and_refuses_a_blank_inside():
         assert read("0x" + digits) == read("0X" + digits) == read(digits), name
         with pytest.raises(error):
             read(spaced(digits))
+
+
+def test_nwaku_message_hashes_read_by_the_one_hex_rule():
+    from core.waku.nwaku_rest import hash_from_json
+    digest = bytes(range(32))
+    assert hash_from_json("0x" + digest.hex()) == digest
+    assert hash_from_json("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=") == digest     # older nwaku: base64
+    with pytest.raises(ValueError, match="not hex"):
+        hash_from_json("0x00 01")                                     # bytes.fromhex alone read this as 2 bytes

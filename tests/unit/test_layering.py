@@ -29,8 +29,9 @@ LAYERS: list[tuple[str, ...]] = [   # top first
     # `synth` command over it
     ("core.synth", "core.synth_cli"),
     ("core.archive", "core.waku"),
-    # core.process: stopping child processes; core.hextext: hex text with an optional 0x
-    ("core.storage", "core.pb", "core.varint", "core.process", "core.hextext"),
+    # core.process: stopping child processes; core.hextext: hex text with an optional 0x; core.httpclient: the
+    # REST clients' one TLS context
+    ("core.storage", "core.pb", "core.varint", "core.process", "core.hextext", "core.httpclient"),
     # core: the package (__version__). core.cli: `archivist` itself. By its imports it is the bottom: it imports
     # only `core` and loads the command modules by name (COMMAND_MODULES, importlib) at run time, a registry the
     # commands plug into; the commands import its print_json.

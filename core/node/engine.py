@@ -34,10 +34,12 @@ class Engine:
         """offload: True (or a core.node.offload.Offloader) runs the reference build and the reference import in
         a worker process, so that they do not hold this process's GIL (the window's GUI thread)."""
         self.paths = NodePaths(Path(root)).ensure()
+        # offload=True: the process's shared Offloader, whose worker starts (in the background) with the first
+        # community, not when the first job waits, and not at all in a window that has no community yet
+        self._warm_offloader = offload is True
         if offload is True:
             from core.node.offload import Offloader
             offload = Offloader.shared()
-            offload.warm()                    # a worker starts now, in the background, not when the first job waits
         self.offloader = offload or None      # the (shared) Offloader itself
         self._stop = threading.Event()
         from core.node.offload import StoppingWith
@@ -71,6 +73,8 @@ class Engine:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     def add_community(self, cfg: CommunityConfig) -> Future:
+        if self._warm_offloader:
+            self.offloader.warm()             # once: it returns at once when a worker has started
         if cfg.role == "control":
             node: ControlNode | MemberNode = ControlNode(
                 cfg, self.paths, self.state, self.bus, self.clock, seeder=self.torrents, announcer=self._announce,

@@ -304,6 +304,28 @@ def test_engines_share_one_worker_pool_and_offload_the_member_import(tmp_path):
     assert shared._closed                                        # the last engine's stop closed it
 
 
+def test_the_shared_worker_starts_with_the_first_community_not_with_the_engine(tmp_path, monkeypatch):
+    """A window without a community (the first run, Settings) starts no worker process; the first community
+    starts it in the background, before its first job needs it."""
+    from core.node.community import CommunityConfig
+    from core.node.engine import Engine
+    from tests.support.chunked import COMMUNITY
+    monkeypatch.setattr(Offloader, "_shared", None)      # this engine's own, whatever engines this process runs
+    monkeypatch.setattr(Offloader, "_shared_users", 0)
+    warmed = []
+    warm = Offloader.warm
+    monkeypatch.setattr(Offloader, "warm", lambda self: (warmed.append(self), warm(self))[1])
+    engine = Engine(tmp_path / "m", offload=True)
+    try:
+        off = engine.offloader
+        assert warmed == [] and off.started == 0                  # no worker asked for
+        engine.add_community(CommunityConfig(community_id=COMMUNITY, role="member")).result(30)
+        assert warmed == [off]                                     # started in the background by the first one
+        assert off.run(count_job, 0, progress=lambda *a: None) != os.getpid()    # jobs run in a worker
+    finally:
+        engine.stop()
+
+
 def test_engine_stop_cancels_the_job_its_worker_is_running(tmp_path):
     """Quit during a build, an import or the authors pass (minutes at 1M messages): the engine's stop kills the
     worker of the job that its community queue runs instead of waiting for it, says nothing of it as a failure,

@@ -42,6 +42,15 @@ def short_id(s: str, n: int = 10) -> str:
     return s if len(s) <= n + 4 else f"{s[:n]}…{s[-4:]}"
 
 
+ARCHIVE_ID_PREFIX = 12   # an archive ID's characters before the "…" (then its last four), the same in every view
+
+
+def short_archive_id(archive_id: str) -> str:
+    """An archive ID as the log, the member's list, the key box and the Inspector write it, so that one is
+    matched with the other by eye."""
+    return short_id(archive_id, ARCHIVE_ID_PREFIX)
+
+
 def author_name(key_hex: str) -> str:
     """The Status three-word name of a public key (hex), as Status shows it; the shortened key when it is not
     a valid key; empty for no key."""

@@ -12,7 +12,8 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QSplitter, QTableView,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from gui.models import SORT_ROLE, Column, KeyedTableModel, fmt_bytes, fmt_time, payload_preview, short_id
+from gui.models import (SORT_ROLE, Column, KeyedTableModel, fmt_bytes, fmt_time, payload_preview, short_archive_id,
+                        short_id)
 from gui.operations import Operations
 
 ERROR_COLOR, WARN_COLOR = QColor("#c0392b"), QColor("#b9770e")
@@ -83,7 +84,7 @@ def make_table(model, *, search: QLineEdit | None = None) -> tuple[QTableView, Q
 
 def archive_columns() -> list[Column]:
     return [
-        Column("Archive ID", lambda r: r.archive_id, lambda r: short_id(r.archive_id, 14), lambda r: r.archive_id),
+        Column("Archive ID", lambda r: r.archive_id, lambda r: short_archive_id(r.archive_id), lambda r: r.archive_id),
         Column("From (UTC)", lambda r: r.start, lambda r: fmt_time(r.start)),
         Column("To (UTC)", lambda r: r.end, lambda r: fmt_time(r.end)),
         Column("Offset", lambda r: r.offset, align_right=True),

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QFileDialog, QGroupBox, QHBoxLayout, QLabel, QLin
 
 from core.node.state import CommunityState
 from core.hextext import strip_0x
-from gui.models import short_id
+from gui.models import short_archive_id
 
 MAX_KEY_FILE = 64 * 1024
 
@@ -116,7 +116,7 @@ class GroupKeyBox(QGroupBox):
         self.setVisible(bool(c.encrypted or c.key_wait or c.parked))
         self.reason.setText(c.key_wait[:1].upper() + c.key_wait[1:] + "." if c.key_wait else
                             "The community's archives are encrypted; its key is held." if c.encrypted else "")
-        self.parked.setText("\n".join(f"{short_id(aid, 12)}: {why}" for aid, why in c.parked))
+        self.parked.setText("\n".join(f"{short_archive_id(aid)}: {why}" for aid, why in c.parked))
         self.parked.setVisible(bool(c.parked))
 
     def _set_error(self, text: str) -> None:

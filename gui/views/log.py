@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, Q
 from PySide6.QtCore import Qt, QTimer
 
 from core.node import events as E
-from gui.models import Column, RingTableModel, fmt_time, short_id
+from gui.models import Column, RingTableModel, fmt_time, short_archive_id, short_id
 from gui.views.inspector import make_table
 
 MAX_ROWS = 5000          # the newest rows kept (up to MAX_ROWS + MAX_ROWS // 50: the oldest go in batches)
@@ -98,7 +98,7 @@ def describe(name: str, data: dict | None) -> tuple[str, str]:
     if name == E.HISTORY_ARCHIVES_SEEDING:
         return "Seeding the archives" + (" (link ready to share)" if d.get("magnet") or d.get("link") else ""), INFO
     if name == E.HISTORY_ARCHIVE_DOWNLOADED:
-        return f"Downloaded archive {short_id(str(aid or '?'), 10)}{_window(d)}", INFO
+        return f"Downloaded archive {short_archive_id(str(aid or '?'))}{_window(d)}", INFO
     if name == E.IMPORTING_HISTORY_ARCHIVE_MESSAGES:
         done, total = d.get("done"), d.get("total")
         step = f"week {done + 1} of {total}" if isinstance(done, int) and isinstance(total, int) else "messages"
@@ -118,7 +118,7 @@ def describe(name: str, data: dict | None) -> tuple[str, str]:
                 f"({d.get('total', 0)} in all; they stay in the message store)"), WARNING
     if name in (E.ERROR, "archivist.error"):
         what = d.get("message") or d.get("error") or d.get("code") or "unknown error"
-        where = f"Archive {short_id(str(aid), 10)}: " if aid else (f"{_cap(d['what'])} failed: " if d.get("what")
+        where = f"Archive {short_archive_id(str(aid))}: " if aid else (f"{_cap(d['what'])} failed: " if d.get("what")
                                                                  else "")
         return (where + str(what) if where else _cap(str(what))), FAILURE
     if name == "archivist.command":

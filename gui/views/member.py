@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QButtonGroup, QDateEdit, QGroupBox, QHBoxLayout, 
 
 from core.node import events as E
 from core.node.state import ArchiveInfo, CommunityState, DownloadPolicy
-from gui.models import POLICY_WORDS, Column, KeyedTableModel, fmt_bytes, fmt_time, short_id
+from gui.models import POLICY_WORDS, Column, KeyedTableModel, fmt_bytes, fmt_time, short_archive_id
 from gui.views.inspector import make_table
 from gui.views.keys import GroupKeyBox
 from gui.views.progress import ProgressDelegate, SmoothBar, archive_percent, overall
@@ -89,7 +89,7 @@ class MemberView(QWidget):
         self.banner.setWordWrap(True)
 
         self.model = KeyedTableModel([
-            Column("Archive", lambda a: a.archive_id, lambda a: short_id(a.archive_id, 12), lambda a: a.archive_id),
+            Column("Archive", lambda a: a.archive_id, lambda a: short_archive_id(a.archive_id), lambda a: a.archive_id),
             Column("From (UTC)", lambda a: a.start, lambda a: fmt_time(a.start)),
             Column("To (UTC)", lambda a: a.end, lambda a: fmt_time(a.end)),
             Column("Size", lambda a: a.size, lambda a: fmt_bytes(a.size), align_right=True),

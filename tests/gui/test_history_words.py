@@ -173,10 +173,10 @@ def test_log_speaks_sentences_and_replays_are_not_failures(qtbot, log):
         "Ignored an older archive link (clock 41 < 52)",
         "Ignored an archive link already processed (a repeat of one we have)",
         "Ignored an archive link not signed by the community key",
-        "Downloaded archive 0xabababab…abab (2025-09-27 19:06 to 2025-10-04 19:06 UTC)",
+        "Downloaded archive 0xababababab…abab (2025-09-27 19:06 to 2025-10-04 19:06 UTC)",
         "Importing week 2 of 4 (2 archives)",
         "Waiting 20 s for newer archive links (until 2025-10-09 08:53 UTC)",
-        "Archive 0xcdcdcdcd…cdcd: index runs past data",
+        "Archive 0xcdcdcdcdcd…cdcd: index runs past data",
     ]
     colours = [_log_row(log, r)[1] for r in range(len(events))]
     red = "#c0392b"

@@ -20,7 +20,7 @@ import httpx
 from core.hextext import from_hex
 from core.httpclient import http_client
 from core.waku.backend import MessageCallback, Subscription
-from core.waku.errors import WakuError
+from core.waku.errors import BAD_ADDRESS, WakuError, WakuPeerError
 from core.waku.message import WakuMessage
 from core.waku.relay import ReceivedMessage
 
@@ -110,8 +110,13 @@ class NwakuRestBackend:
         return list(info.get("listenAddresses", []))
 
     def add_peer(self, multiaddr: str) -> str:
+        """Has nwaku dial `multiaddr`, which ends in /p2p/<peer id> as the embedded node's must; returns that id.
+        Raises WakuPeerError ("bad address") for one without it, before asking nwaku."""
+        _, sep, peer = multiaddr.rpartition("/p2p/")
+        if not sep or not peer or "/" in peer:
+            raise WakuPeerError(multiaddr, "dial", BAD_ADDRESS, "the address does not end in /p2p/<peer id>")
         self._req("POST", "/admin/v1/peers", json=[multiaddr])
-        return multiaddr.rsplit("/p2p/", 1)[-1]
+        return peer
 
     # --- relay ---
     def subscribe(self, pubsub_topic: str, content_topics: Sequence[str], callback: MessageCallback) -> Subscription:

@@ -4,6 +4,7 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from core.waku.errors import WakuPeerError
 from core.waku.message import WakuMessage
 from core.waku.nwaku_rest import NwakuRestBackend, RestError, message_from_json, message_to_json
 from tests.integration.waku.conftest import Collector
@@ -34,7 +35,12 @@ def test_publish_subscribe_and_poll(stub_backend):
     assert [r.hash for r in got.items] == [m.hash(PS)]  # content-topic filter applied
     assert b.poll_once() == 0 and b.gap_fills == 0
     assert b.listen_addrs == ["/ip4/127.0.0.1/tcp/60000/p2p/16Uiu2stub"]
-    assert b.add_peer("/ip4/127.0.0.1/tcp/1/p2p/16Uiu2X") == "16Uiu2X" and stub.peers
+    peer = "/ip4/127.0.0.1/tcp/1/p2p/16Uiu2X"
+    assert b.add_peer(peer) == "16Uiu2X" and stub.peers == [peer]
+    for bad in ("/ip4/127.0.0.1/tcp/1", "/ip4/127.0.0.1/tcp/1/p2p/", "/p2p/16Uiu2X/tcp/1"):
+        with pytest.raises(WakuPeerError, match="bad address: the address does not end in /p2p/<peer id>"):
+            b.add_peer(bad)                              # as the embedded node refuses it; nwaku is not asked
+    assert len(stub.peers) == 1
     assert b.lightpush(PS, m)["statusCode"] == 200
 
 

@@ -185,6 +185,7 @@ class Offloader:
         self._closed = False
         self._spawns: queue.Queue = queue.Queue()
         self._spawner: threading.Thread | None = None
+        self._warming: Future | None = None  # the worker warm() asked for, until a job or the idle list takes it
         self.started = 0                     # workers started so far (tests, figures)
         self.pids: dict[int, int] = {}       # job number -> pid of the worker running it (tests kill it)
         self.done: Counter = Counter()       # function name -> jobs that answered (tests, figures)
@@ -201,26 +202,40 @@ class Offloader:
             except BaseException as e:  # noqa: BLE001 - handed to the caller
                 fut.set_exception(e)
 
-    def _new_worker(self) -> _Worker:
-        with self._lock:
-            if self._closed:
-                raise WorkerDied("the engine is stopping: no new worker process")
-            if self._spawner is None:
-                self._spawner = threading.Thread(target=self._spawn_loop, name="offload-spawner", daemon=True)
-                self._spawner.start()
-            fut: Future = Future()
-            self._spawns.put(fut)
-            self.started += 1
-        return fut.result()
+    def _request(self) -> Future:
+        """Ask the spawner thread for a worker; the Future gets it (or the error). Call with the lock held."""
+        if self._closed:
+            raise WorkerDied("the engine is stopping: no new worker process")
+        if self._spawner is None:
+            self._spawner = threading.Thread(target=self._spawn_loop, name="offload-spawner", daemon=True)
+            self._spawner.start()
+        fut: Future = Future()
+        self._spawns.put(fut)
+        self.started += 1
+        return fut
 
     def _take(self) -> _Worker:
+        """An idle worker, else the one warm() is starting (a job right after warm() waits for it instead of
+        starting a second interpreter), else a new one."""
         with self._lock:
             while self._idle:
                 w = self._idle.pop()
                 if w.alive():
                     return w
                 w.kill()
-        return self._new_worker()
+            warming, self._warming = self._warming, None
+        if warming is not None:
+            try:
+                w = warming.result()
+            except Exception:  # noqa: BLE001 - the warm-up failed: this job starts one, as without warm()
+                w = None
+            if w is not None and w.alive():
+                return w
+            if w is not None:
+                w.kill()
+        with self._lock:
+            fut = self._request()
+        return fut.result()
 
     def _give_back(self, w: _Worker) -> None:
         with self._lock:
@@ -232,15 +247,20 @@ class Offloader:
     def warm(self) -> None:
         """Start a worker now (in the background) so that the first job does not wait for Python to start."""
         with self._lock:
-            if self._idle or self.started:
+            if self._idle or self.started or self._closed:
                 return
+            fut = self._warming = self._request()
 
-        def start() -> None:
-            try:
-                self._give_back(self._new_worker())
-            except Exception as e:  # noqa: BLE001 - the first job starts one instead
-                log.info("offload worker warm-up failed: %s", e)
-        threading.Thread(target=start, name="offload-warm", daemon=True).start()
+        def ready(f: Future) -> None:    # on the spawner thread: idle, unless a job took it meanwhile
+            with self._lock:
+                if self._warming is not f:
+                    return
+                self._warming = None
+            if f.exception() is not None:
+                log.info("offload worker warm-up failed: %s", f.exception())   # the first job starts one instead
+            else:
+                self._give_back(f.result())
+        fut.add_done_callback(ready)
 
     def run(self, fn: Callable[..., Any], *args: Any, progress: Callable[..., None] | None = None,
             cancel: threading.Event | None = None, **kwargs: Any) -> Any:

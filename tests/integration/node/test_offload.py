@@ -185,6 +185,30 @@ def test_progress_comes_back_and_errors_keep_their_code(offloader):
     assert offloader.run(count_job, 0, progress=lambda *a: None) == pid       # the idle worker is used again
 
 
+def test_a_job_right_after_warm_takes_the_worker_it_starts(offloader):
+    """The engine warms the pool when its first community comes and that community's first job follows at once:
+    the job waits for the worker being started instead of starting a second interpreter."""
+    offloader.warm()
+    pid = offloader.run(count_job, 0, progress=lambda *a: None)
+    assert pid != os.getpid() and offloader.started == 1       # before: 2, the second one stopped at once
+    assert offloader.run(count_job, 0, progress=lambda *a: None) == pid and offloader.started == 1
+
+
+def test_a_failed_warm_up_leaves_the_first_job_to_start_a_worker(offloader, monkeypatch):
+    from core.node import offload
+    real, made = offload._Worker, []
+
+    def first_fails(*args):
+        made.append(args)
+        if len(made) == 1:
+            raise OSError("no interpreter")
+        return real(*args)
+    monkeypatch.setattr(offload, "_Worker", first_fails)
+    offloader.warm()
+    assert offloader.run(count_job, 0, progress=lambda *a: None) != os.getpid()
+    assert offloader.started == 2 and len(made) == 2
+
+
 def test_cancel_stops_the_worker(offloader):
     cancel = threading.Event()
     pids = []

@@ -271,6 +271,8 @@ class FetchJob:
                 self._evaluate()
         elif e.kind == ev.ERROR:
             self._fail(e.data["code"], e.data["message"], remove=False)
+            if self.service.resume is not None and self.infohash:
+                self.service.resume.delete_resume(self.infohash)    # see resume_trusted
             if self.handle is not None and self.handle.is_valid():
                 self.handle.pause()
         elif e.kind == ev.STATUS:
@@ -355,6 +357,14 @@ class FetchJob:
 
     def _emit(self) -> None:
         self.service.emit(ev.TorrentEvent(ev.JOB, self.infohash, self.snapshot()))
+
+    @property
+    def resume_trusted(self) -> bool:
+        """False once the download failed (libtorrent's error: a file it could not write, ...). A piece can pass its
+        hash before its write fails, so what the session believes it has may not be on disk: its resume data is
+        deleted and not saved again, and the next run checks the files instead of trusting the claim (a run after
+        a full disk took an empty `data` for complete)."""
+        return self.state != ERROR
 
     @property
     def wanted_bytes(self) -> int:

@@ -266,7 +266,8 @@ class TorrentService:
         elif e.kind == ev.PORTMAP:
             self.portmap_ok = bool(self.portmap_ok) or e.data["ok"]
         elif e.kind == ev.RESUME_SAVED and self.resume is not None:
-            self.resume.save_resume(e.infohash, e.data["data"])
+            if getattr(self.owners.get(e.infohash), "resume_trusted", True):   # FetchJob.resume_trusted
+                self.resume.save_resume(e.infohash, e.data["data"])
         owner = self.owners.get(e.infohash)
         if owner is not None:
             try:
@@ -289,7 +290,7 @@ class TorrentService:
         for job in list(self.jobs.values()):
             h = getattr(job, "handle", None)
             if (h is not None and h.is_valid() and h.torrent_file() is not None and self.resume is not None
-                    and h.need_save_resume_data()):   # not again what completion or a pause just saved
+                    and getattr(job, "resume_trusted", True) and h.need_save_resume_data()):   # not again what completion or a pause just saved
                 h.save_resume_data(lt.save_resume_flags_t.save_info_dict | lt.save_resume_flags_t.flush_disk_cache)
                 pending.add(job.infohash)
         deadline = time.monotonic() + 5

@@ -289,8 +289,9 @@ class TorrentService:
         pending = set()
         for job in list(self.jobs.values()):
             h = getattr(job, "handle", None)
+            # not a failed download's (FetchJob.resume_trusted), nor again what completion or a pause just saved
             if (h is not None and h.is_valid() and h.torrent_file() is not None and self.resume is not None
-                    and getattr(job, "resume_trusted", True) and h.need_save_resume_data()):   # not again what completion or a pause just saved
+                    and getattr(job, "resume_trusted", True) and h.need_save_resume_data()):
                 h.save_resume_data(lt.save_resume_flags_t.save_info_dict | lt.save_resume_flags_t.flush_disk_cache)
                 pending.add(job.infohash)
         deadline = time.monotonic() + 5

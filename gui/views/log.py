@@ -118,8 +118,8 @@ def describe(name: str, data: dict | None) -> tuple[str, str]:
                 f"({d.get('total', 0)} in all; they stay in the message store)"), WARNING
     if name in (E.ERROR, "archivist.error"):
         what = d.get("message") or d.get("error") or d.get("code") or "unknown error"
-        where = f"Archive {short_archive_id(str(aid))}: " if aid else (f"{_cap(d['what'])} failed: " if d.get("what")
-                                                                 else "")
+        where = (f"Archive {short_archive_id(str(aid))}: " if aid else
+                 f"{_cap(d['what'])} failed: " if d.get("what") else "")
         return (where + str(what) if where else _cap(str(what))), FAILURE
     if name == "archivist.command":
         cmd = d.get("command", "")

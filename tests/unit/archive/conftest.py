@@ -10,7 +10,7 @@ from core.synth import synthesize
 @pytest.fixture(scope="session")
 def _community_store(tmp_path_factory):
     """The store `community` copies: synthesize is a function of its arguments alone, so one test process makes
-    it once (~0.2 s of CPU that each of ~30 tests spent)."""
+    it once (0.07 s of CPU, more under make test's coverage hook, that each of ~30 tests spent)."""
     return synthesize(tmp_path_factory.mktemp("community") / "messages.sqlite", messages=3000, weeks=5, channels=3,
                       seed=11)
 

@@ -14,7 +14,6 @@ def test_the_tray_names_a_community_as_the_lists_do():
     assert Tray._name(SimpleNamespace(adapter=None), None) == "Archivist"
 
 
-
 def test_an_archive_id_is_written_alike_in_every_view(qtbot):
     """The log, the member's list, the key box and the Inspector cut an archive ID at the same place (they used
     10, 12, 12 and 14 characters): a support person matches a log line with a row by eye."""
